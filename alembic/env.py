@@ -1,0 +1,64 @@
+"""alembic environment for memdb: connects to MEMDB_DSN (or the DSN memdb passes in, or the
+embedded server), keeps its version table as public.memdb_alembic_version, compares only
+schema ``memdb`` against memdb._tables.metadata, and after any upgrade step re-applies the
+functions and triggers from sql/."""
+
+from __future__ import annotations
+
+import logging.config
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from memdb._tables import metadata
+from memdb.connection import resolve_dsn
+from memdb.migrations import VERSION_TABLE, apply_objects, sqlalchemy_url
+
+config = context.config
+if config.config_file_name is not None and config.get_section("formatters"):
+    logging.config.fileConfig(config.config_file_name, disable_existing_loggers=False)
+
+
+def include_object(obj, name, type_, reflected, compare_to):
+    if type_ == "table":
+        return obj.schema == "memdb"
+    if type_ == "index" and name and name.startswith("memories_hnsw_space_"):
+        return False  # made per embedding space by memdb.ensure_embedding_space()
+    return True
+
+
+def include_name(name, type_, parent_names):
+    if type_ == "schema":
+        return name == "memdb"
+    return True
+
+
+def run_migrations_online() -> None:
+    dsn, _server = resolve_dsn(config.attributes.get("memdb_dsn"))
+    engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
+    upgraded: list[bool] = []
+
+    def on_apply(*, ctx, step, heads, run_args):
+        upgraded.append(step.is_upgrade)
+
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=metadata,
+            version_table=VERSION_TABLE,
+            include_schemas=True,
+            include_object=include_object,
+            include_name=include_name,
+            on_version_apply=on_apply,
+            transaction_per_migration=False,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+            if any(upgraded) or config.attributes.get("memdb_always_apply_objects"):
+                apply_objects(connection.connection.driver_connection)
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("memdb migrations run online only: set MEMDB_DSN or use the embedded server")
+run_migrations_online()

@@ -1,0 +1,32 @@
+"""memdb: Postgres-native, SQL-first long-term memory for AI agents."""
+
+from .embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
+from .errors import (
+    Conflict,
+    DatabaseError,
+    DatabaseUnavailable,
+    DimensionMismatch,
+    EmbeddingError,
+    InvalidInput,
+    MemdbError,
+    MissingDependency,
+    NotFound,
+    NotMigrated,
+    Rejected,
+    UnsupportedServer,
+)
+from .filters import Filter
+from .models import AddResult, Category, HistoryEntry, Kind, Memory, Scope, SearchHit, SourceType
+from .store import MemoryInput, MemoryStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MemoryStore", "MemoryInput", "Filter",
+    "Memory", "AddResult", "SearchHit", "HistoryEntry",
+    "Kind", "Category", "Scope", "SourceType",
+    "Embedder", "LocalEmbedder", "OpenAIEmbedder",
+    "MemdbError", "InvalidInput", "DimensionMismatch", "NotFound", "Conflict", "Rejected",
+    "MissingDependency", "DatabaseError", "DatabaseUnavailable", "UnsupportedServer",
+    "NotMigrated", "EmbeddingError",
+]

@@ -1,0 +1,93 @@
+"""SQLAlchemy Core description of memdb's tables, for ``alembic check`` (no drift between the
+SQL in sql/schema and what the code believes). Not used to build queries: those live in sql/."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSVECTOR, UUID
+
+__all__ = ["metadata", "embedding_spaces", "memories", "memory_history"]
+
+metadata = sa.MetaData(schema="memdb")
+TS = sa.TIMESTAMP(timezone=True)
+
+embedding_spaces = sa.Table(
+    "embedding_spaces", metadata,
+    sa.Column("id", sa.Integer, sa.Identity(always=False), primary_key=True),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("dims", sa.Integer, nullable=False),
+    sa.Column("distance", sa.Text, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.UniqueConstraint("model", name="embedding_spaces_model_key"),
+)
+
+memories = sa.Table(
+    "memories", metadata,
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("agent", sa.Text),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("project_id", sa.Text),
+    sa.Column("session_id", sa.Text),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("category", sa.Text, nullable=False),
+    sa.Column("uri", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("search_context", sa.Text),
+    sa.Column("content_hash", BYTEA, nullable=False),
+    sa.Column("norm_key", sa.Text),
+    sa.Column("space_id", sa.Integer, sa.ForeignKey("memdb.embedding_spaces.id")),
+    sa.Column("embedding", Vector()),
+    sa.Column("tsv", TSVECTOR, nullable=False),
+    sa.Column("importance", sa.REAL, nullable=False),
+    sa.Column("confidence", sa.REAL, nullable=False),
+    sa.Column("source_type", sa.Text, nullable=False),
+    sa.Column("source_id", sa.Text),
+    sa.Column("created_by", sa.Text),
+    sa.Column("metadata", JSONB, nullable=False),
+    sa.Column("tags", ARRAY(sa.Text), nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.Column("expires_at", TS),
+    sa.Column("access_count", sa.Integer, nullable=False),
+    sa.Column("last_accessed_at", TS),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("valid_from", TS, nullable=False),
+    sa.Column("valid_to", TS),
+    sa.Column("superseded_by", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
+    sa.Index("memories_dedup_key", "tenant", "subject", "scope", "project_id", "session_id",
+             "content_hash", unique=True, postgresql_where=sa.text("valid_to IS NULL"),
+             postgresql_nulls_not_distinct=True),
+    sa.Index("memories_scope_idx", "tenant", "subject", "kind", "category"),
+    sa.Index("memories_session_idx", "tenant", "session_id",
+             postgresql_where=sa.text("session_id IS NOT NULL")),
+    sa.Index("memories_project_idx", "tenant", "project_id",
+             postgresql_where=sa.text("project_id IS NOT NULL")),
+    sa.Index("memories_created_idx", "tenant", "created_at"),
+    sa.Index("memories_expires_idx", "expires_at", postgresql_where=sa.text("expires_at IS NOT NULL")),
+    sa.Index("memories_norm_key_idx", "tenant", "subject", "category", "norm_key",
+             postgresql_where=sa.text("norm_key IS NOT NULL AND valid_to IS NULL")),
+    sa.Index("memories_tsv_idx", "tsv", postgresql_using="gin"),
+    sa.Index("memories_tags_idx", "tags", postgresql_using="gin"),
+    sa.Index("memories_metadata_idx", "metadata", postgresql_using="gin",
+             postgresql_ops={"metadata": "jsonb_path_ops"}),
+)
+
+memory_history = sa.Table(
+    "memory_history", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("op", sa.Text, nullable=False),
+    sa.Column("before", JSONB),
+    sa.Column("after", JSONB),
+    sa.Column("actor", sa.Text),
+    sa.Column("reason", sa.Text),
+    sa.Column("at", TS, nullable=False),
+    sa.Index("memory_history_memory_idx", "memory_id", "id"),
+    sa.Index("memory_history_subject_idx", "tenant", "subject"),
+)

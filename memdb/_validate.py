@@ -1,0 +1,137 @@
+"""Input checks for the public API: each bad value becomes an InvalidInput naming the field,
+before anything reaches the database."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+from .errors import InvalidInput
+
+MAX_CONTENT_CHARS = 65_536  # also a CHECK constraint on memdb.memories.content
+MAX_NAME_CHARS = 256  # tenant, subject, agent, ids, tags
+MAX_METADATA_BYTES = 65_536
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def _utf8(value: str, field: str) -> None:
+    if "\x00" in value:
+        raise InvalidInput(f"{field} contains a NUL byte")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{field} is not valid Unicode (lone surrogate?)") from exc
+
+
+def content(value: object, field: str = "content") -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{field} is empty")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise InvalidInput(f"{field} is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
+    _utf8(value, field)
+    return value
+
+
+def optional_text(value: object, field: str, limit: int = MAX_CONTENT_CHARS) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise InvalidInput(f"{field} is longer than {limit} characters")
+    _utf8(value, field)
+    return value
+
+
+def name(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field} must be a non-empty string")
+    result = optional_text(value, field, MAX_NAME_CHARS)
+    assert result is not None
+    return result
+
+
+def optional_name(value: object, field: str) -> str | None:
+    return None if value is None else name(value, field)
+
+
+def choice(value: object, enum_type: type[E], field: str) -> E:
+    try:
+        return enum_type(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in enum_type)
+        raise InvalidInput(f"unknown {field} {value!r} (expected one of: {allowed})") from None
+
+
+def unit(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput(f"{field} must be a number in [0, 1]")
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"{field} must be in [0, 1], got {value}")
+    return float(value)
+
+
+def metadata(value: object) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput("metadata must be a dict")
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadata is not JSON-serializable: {exc}") from exc
+    _utf8(text, "metadata")
+    if "\\u0000" in text:
+        raise InvalidInput("metadata contains a NUL character")
+    if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise InvalidInput(f"metadata is larger than {MAX_METADATA_BYTES} bytes as JSON")
+    return value
+
+
+def tags(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise InvalidInput("tags must be a list of strings")
+    return sorted({name(t, "tag") for t in value})
+
+
+def timestamp(value: object, field: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise InvalidInput(f"{field} is not an ISO 8601 timestamp: {value!r}") from exc
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{field} must be a datetime or ISO 8601 string")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value
+
+
+def ttl(value: object) -> timedelta | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise InvalidInput("ttl must be finite")
+        value = timedelta(seconds=value)
+    if not isinstance(value, timedelta):
+        raise InvalidInput("ttl must be seconds or a timedelta")
+    if value <= timedelta(0):
+        raise InvalidInput("ttl must be positive")
+    return value
+
+
+def positive_int(value: object, field: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}, got {value!r}")
+    return value

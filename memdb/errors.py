@@ -1,0 +1,93 @@
+"""The one error tree of memdb: every failure a caller can see is a ``MemdbError``.
+
+Driver errors are translated by SQLSTATE (never by message text) in :func:`translate`,
+with the original exception chained as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+__all__ = [
+    "MemdbError",
+    "InvalidInput",
+    "DimensionMismatch",
+    "NotFound",
+    "Conflict",
+    "Rejected",
+    "MissingDependency",
+    "DatabaseError",
+    "DatabaseUnavailable",
+    "UnsupportedServer",
+    "NotMigrated",
+    "EmbeddingError",
+    "translate",
+]
+
+
+class MemdbError(Exception):
+    """Base class of every error memdb raises."""
+
+
+class InvalidInput(MemdbError, ValueError):
+    """A value the caller passed is malformed or out of range; nothing was changed."""
+
+
+class DimensionMismatch(InvalidInput):
+    """A vector's dimensions do not match its embedding space (SQLSTATE MD001)."""
+
+
+class NotFound(MemdbError, LookupError):
+    """No memory with that id is visible to this tenant."""
+
+
+class Conflict(MemdbError):
+    """The change would make two current memories with the same content in one scope."""
+
+
+class Rejected(MemdbError):
+    """The write gate refused a memory."""
+
+
+class MissingDependency(MemdbError, ImportError):
+    """An optional package needed for this feature is not installed."""
+
+
+class DatabaseError(MemdbError):
+    """PostgreSQL reported an error memdb has no more specific class for."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The server cannot be reached, or the connection was lost."""
+
+
+class UnsupportedServer(DatabaseError):
+    """The server is too old or lacks the pgvector extension."""
+
+
+class NotMigrated(DatabaseError):
+    """The memdb schema is missing or out of date: run ``memdb migrate``."""
+
+
+class EmbeddingError(MemdbError):
+    """The embedding provider failed or returned unusable vectors."""
+
+
+def translate(exc: psycopg.Error) -> MemdbError:
+    """Map a psycopg error to the memdb error tree by its SQLSTATE."""
+    state = getattr(exc, "sqlstate", None) or ""
+    diag = getattr(exc, "diag", None)
+    message = (diag.message_primary if diag is not None else None) or str(exc).strip()
+    if state == "MD001":
+        return DimensionMismatch(message)
+    if state == "23505":
+        return Conflict(message)
+    if state.startswith("22") or state.startswith("23"):
+        return InvalidInput(message)
+    if state in ("42P01", "3F000", "42883"):
+        return NotMigrated(f"{message} (is the schema migrated? run `memdb migrate`)")
+    if state.startswith("08") or state in ("57P01", "57P02", "57P03") or isinstance(
+        exc, psycopg.OperationalError
+    ):
+        return DatabaseUnavailable(message)
+    return DatabaseError(f"{message} [SQLSTATE {state}]" if state else message)

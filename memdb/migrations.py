@@ -1,0 +1,117 @@
+"""Schema migrations: alembic revisions that apply ``sql/``.
+
+``upgrade(dsn)`` is ``alembic upgrade head`` for memdb (also ``memdb migrate``); after any
+upgrade step, every function and trigger in ``sql/functions`` and ``sql/triggers`` is
+re-applied (CREATE OR REPLACE), so they always match the installed package. Table DDL lives
+in frozen, checksummed files under ``sql/schema``, one per revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import _sql
+from .errors import MemdbError, NotMigrated
+
+__all__ = ["alembic_config", "upgrade", "downgrade", "current", "head", "apply_objects",
+           "apply_schema_file", "sqlalchemy_url"]
+
+VERSION_TABLE = "memdb_alembic_version"
+
+
+def _alembic_dir() -> Path:
+    packaged = resources.files("memdb") / "alembic"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "alembic"
+
+
+def sqlalchemy_url(dsn: str):
+    """A libpq DSN (URL or key=value form) as SQLAlchemy's psycopg 3 URL."""
+    from psycopg.conninfo import conninfo_to_dict
+    from sqlalchemy.engine import URL
+
+    if dsn.startswith("postgresql+psycopg://"):
+        dsn = "postgresql://" + dsn[len("postgresql+psycopg://"):]
+    try:
+        params = {k: str(val) for k, val in conninfo_to_dict(dsn).items() if val is not None}
+    except Exception as exc:
+        raise NotMigrated(f"unusable database DSN: {type(exc).__name__}") from exc
+    return URL.create(
+        "postgresql+psycopg",
+        username=params.pop("user", None),
+        password=params.pop("password", None) or None,
+        database=params.pop("dbname", None),
+        query=params,
+    )
+
+
+def alembic_config(dsn: str | None = None):
+    """An alembic Config for memdb's revisions (``dsn`` or $MEMDB_DSN or the embedded server)."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_alembic_dir()))
+    if dsn:
+        cfg.attributes["memdb_dsn"] = dsn
+    return cfg
+
+
+def upgrade(dsn: str | None = None, revision: str = "head") -> str:
+    """Upgrade to ``revision`` and re-apply functions and triggers; returns the new revision."""
+    from alembic import command
+
+    cfg = alembic_config(dsn)
+    cfg.attributes["memdb_always_apply_objects"] = True
+    command.upgrade(cfg, revision)
+    return current(dsn) or ""
+
+
+def downgrade(dsn: str | None = None, revision: str = "base") -> None:
+    from alembic import command
+
+    command.downgrade(alembic_config(dsn), revision)
+
+
+def head() -> str:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head() or ""
+
+
+def current(dsn: str | None = None) -> str | None:
+    """The revision the database is at (None before the first migration)."""
+    import psycopg
+
+    from .connection import resolve_dsn
+
+    url, _server = resolve_dsn(dsn)
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()[0] is None:
+            return None
+        row = conn.execute(f"SELECT version_num FROM public.{VERSION_TABLE}").fetchone()
+        return row[0] if row else None
+
+
+def apply_schema_file(driver_conn: Any, name: str, sha256: str) -> None:
+    """Run one frozen schema file after checking it is byte-for-byte the one released."""
+    path = _sql.sql_dir() / "schema" / name
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        raise MemdbError(
+            f"sql/schema/{name} changed after release (sha256 {digest}, expected {sha256}): "
+            "schema changes go in a new file and a new revision"
+        )
+    driver_conn.execute(data.decode("utf-8"))
+
+
+def apply_objects(driver_conn: Any) -> None:
+    """(Re-)create every function and trigger from sql/ inside the current transaction."""
+    driver_conn.execute("SET LOCAL check_function_bodies = off")
+    for path in _sql.object_files():
+        driver_conn.execute(path.read_text(encoding="utf-8"))
+    driver_conn.execute("SET LOCAL check_function_bodies = on")

@@ -1,0 +1,164 @@
+"""Typed values that cross the public API: enums for the vocabulary, frozen dataclasses for rows."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+__all__ = [
+    "Kind",
+    "Category",
+    "Scope",
+    "SourceType",
+    "Memory",
+    "AddResult",
+    "SearchHit",
+    "HistoryEntry",
+]
+
+
+class Kind(str, enum.Enum):
+    """How long and in what form a memory lives."""
+
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class Category(str, enum.Enum):
+    """The directory a memory is filed under."""
+
+    PREFERENCES = "preferences"
+    ENTITIES = "entities"
+    EVENTS = "events"
+    PATTERNS = "patterns"
+    TOOLS = "tools"
+    SKILLS = "skills"
+    SYSTEM = "system"
+    GENERAL = "general"
+
+
+class Scope(str, enum.Enum):
+    """Who may recall a memory: everyone in the tenant, a project, a user, or one session."""
+
+    GLOBAL = "global"
+    PROJECT = "project"
+    USER = "user"
+    SESSION = "session"
+
+
+class SourceType(str, enum.Enum):
+    """Where a memory came from (provenance)."""
+
+    USER_STATEMENT = "user_statement"
+    TOOL_OBSERVATION = "tool_observation"
+    MODEL_INFERENCE = "model_inference"
+    DOCUMENT = "document"
+    SYSTEM = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored memory row (without its vector and tsvector)."""
+
+    id: UUID
+    tenant: str
+    subject: str
+    agent: str | None
+    scope: Scope
+    project_id: str | None
+    session_id: str | None
+    kind: Kind
+    category: Category
+    uri: str
+    content: str
+    search_context: str | None
+    norm_key: str | None
+    importance: float
+    confidence: float
+    source_type: SourceType
+    source_id: str | None
+    created_by: str | None
+    metadata: dict[str, Any]
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    access_count: int
+    last_accessed_at: datetime | None
+    version: int
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: UUID | None
+    has_embedding: bool
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Memory:
+        values = {name: row[name] for name in cls.__slots__}  # type: ignore[attr-defined]
+        values["scope"] = Scope(row["scope"])
+        values["kind"] = Kind(row["kind"])
+        values["category"] = Category(row["category"])
+        values["source_type"] = SourceType(row["source_type"])
+        values["tags"] = tuple(row["tags"] or ())
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (enums as strings, times as ISO 8601)."""
+        out: dict[str, Any] = {}
+        for name in self.__slots__:  # type: ignore[attr-defined]
+            value = getattr(self, name)
+            if isinstance(value, enum.Enum):
+                value = value.value
+            elif isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, UUID):
+                value = str(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """Outcome of adding one memory: its id, and whether a new row was made (False = dedup)."""
+
+    id: UUID
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A memory found by a search, with the score that ranked it and how it was computed."""
+
+    memory: Memory
+    score: float
+    rank: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "score": self.score, "details": self.details,
+                "memory": self.memory.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One change to a memory, as recorded by the history trigger."""
+
+    id: int
+    memory_id: UUID
+    op: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    actor: str | None
+    reason: str | None
+    at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "memory_id": str(self.memory_id), "op": self.op,
+                "before": self.before, "after": self.after, "actor": self.actor,
+                "reason": self.reason, "at": self.at.isoformat()}

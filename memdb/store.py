@@ -1,0 +1,390 @@
+"""``MemoryStore``: the typed Python face of memdb's SQL functions.
+
+Every method validates its input, embeds text when needed, and makes one call into SQL
+(``sql/queries/store.sql`` → ``sql/functions/``); dedup, expiry, filtering, ranking and history
+happen in PostgreSQL.
+
+>>> store = MemoryStore()                      # embedded server, local embedder
+>>> store.migrate()
+>>> store.add("Alice prefers green tea", subject="alice", category="preferences").created
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from . import _sql
+from . import _validate as v
+from .connection import Database
+from .embeddings import Embedder, check_vector, embedder_from_env
+from .errors import InvalidInput, NotFound, NotMigrated
+from .filters import Filter
+from .models import (
+    AddResult,
+    Category,
+    HistoryEntry,
+    Kind,
+    Memory,
+    Scope,
+    SearchHit,
+    SourceType,
+)
+
+__all__ = ["MemoryStore", "MemoryInput"]
+
+MAX_K = 1000
+
+
+@dataclass
+class MemoryInput:
+    """One memory to add. Only ``content`` is required; see :meth:`MemoryStore.add`."""
+
+    content: str
+    subject: str = "default"
+    kind: Kind | str = Kind.SEMANTIC
+    category: Category | str = Category.GENERAL
+    scope: Scope | str = Scope.USER
+    agent: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+    importance: float = 0.5
+    confidence: float = 1.0
+    source_type: SourceType | str = SourceType.USER_STATEMENT
+    source_id: str | None = None
+    created_by: str | None = None
+    metadata: dict[str, Any] | None = None
+    tags: Sequence[str] | None = None
+    ttl: float | timedelta | None = None
+    expires_at: datetime | str | None = None
+    created_at: datetime | str | None = None
+    norm_key: str | None = None
+    search_context: str | None = None
+    uri: str | None = None
+    embedding: Any = field(default=None, repr=False)
+
+    def to_item(self) -> dict[str, Any]:
+        """Validated JSON for memdb.add_memories (the embedding travels separately)."""
+        scope = v.choice(self.scope, Scope, "scope")
+        project_id = v.optional_name(self.project_id, "project_id")
+        session_id = v.optional_name(self.session_id, "session_id")
+        if scope is Scope.PROJECT and project_id is None:
+            raise InvalidInput("scope 'project' needs a project_id")
+        if scope is Scope.SESSION and session_id is None:
+            raise InvalidInput("scope 'session' needs a session_id")
+        item: dict[str, Any] = {
+            "content": v.content(self.content),
+            "subject": v.name(self.subject, "subject"),
+            "kind": v.choice(self.kind, Kind, "kind").value,
+            "category": v.choice(self.category, Category, "category").value,
+            "scope": scope.value,
+            "agent": v.optional_name(self.agent, "agent"),
+            "project_id": project_id,
+            "session_id": session_id,
+            "importance": v.unit(self.importance, "importance"),
+            "confidence": v.unit(self.confidence, "confidence"),
+            "source_type": v.choice(self.source_type, SourceType, "source_type").value,
+            "source_id": v.optional_text(self.source_id, "source_id", 1024),
+            "created_by": v.optional_name(self.created_by, "created_by"),
+            "metadata": v.metadata(self.metadata),
+            "tags": v.tags(self.tags),
+            "norm_key": v.optional_text(self.norm_key, "norm_key", 1024),
+            "search_context": v.optional_text(self.search_context, "search_context"),
+            "uri": v.optional_text(self.uri, "uri", 2048),
+        }
+        ttl = v.ttl(self.ttl)
+        expires_at = v.timestamp(self.expires_at, "expires_at")
+        if ttl is not None and expires_at is not None:
+            raise InvalidInput("give ttl or expires_at, not both")
+        if ttl is not None:
+            item["ttl_seconds"] = ttl.total_seconds()
+        if expires_at is not None:
+            item["expires_at"] = expires_at.isoformat()
+        created_at = v.timestamp(self.created_at, "created_at")
+        if created_at is not None:
+            item["created_at"] = created_at.isoformat()
+        return {k: val for k, val in item.items() if val is not None}
+
+    def embedding_text(self) -> str:
+        """What the embedder sees: the searchable context (if any) and the content."""
+        return f"{self.search_context}\n{self.content}" if self.search_context else self.content
+
+
+def _as_input(item: MemoryInput | dict[str, Any] | str) -> MemoryInput:
+    if isinstance(item, MemoryInput):
+        return item
+    if isinstance(item, str):
+        return MemoryInput(content=item)
+    if isinstance(item, dict):
+        try:
+            return MemoryInput(**item)
+        except TypeError as exc:
+            raise InvalidInput(f"bad memory fields: {exc}") from None
+    raise InvalidInput(f"a memory must be a MemoryInput, dict or str, got {type(item).__name__}")
+
+
+def _uuid(value: object) -> UUID:
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
+
+
+class MemoryStore:
+    """Long-term memory for one tenant in PostgreSQL.
+
+    ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.
+    ``tenant``: the isolation boundary every call is confined to.
+    ``embedder``: default from the environment (the bundled local model).
+    ``actor``: who is recorded in history for this store's changes (default: the DB user).
+    """
+
+    def __init__(self, dsn: str | None = None, *, tenant: str = "default",
+                 embedder: Embedder | None = None, actor: str | None = None,
+                 pool_size: int = 4) -> None:
+        self.tenant = v.name(tenant, "tenant")
+        self.actor = v.optional_name(actor, "actor")
+        self.db = Database(dsn, max_size=pool_size)
+        self._embedder = embedder
+        self._space_id: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def migrate(self) -> str:
+        """Bring the schema to the newest revision (``alembic upgrade head``); returns it."""
+        from .migrations import upgrade
+
+        revision = upgrade(self.db.dsn)
+        self.db.reset()
+        self._space_id = None
+        return revision
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = embedder_from_env()
+        return self._embedder
+
+    def space_id(self) -> int:
+        """The id of this store's embedding space (registered on first use)."""
+        if self._space_id is None:
+            with self.db.transaction() as conn:
+                if not conn.execute(_sql.query("schema_ready")).fetchone()["ready"]:
+                    raise NotMigrated("the memdb schema is missing: run `memdb migrate`")
+                row = conn.execute(_sql.query("ensure_space"),
+                                   {"model": self.embedder.model, "dims": self.embedder.dims}).fetchone()
+            self._space_id = int(row["id"])
+        return self._space_id
+
+    def _begin(self, conn: Any, reason: str | None) -> None:
+        conn.execute(_sql.query("set_context"), {"actor": self.actor or "", "reason": reason or ""})
+
+    # -- writes ----------------------------------------------------------------------------
+    def add(self, content: str, *, reason: str | None = None, **fields: Any) -> AddResult:
+        """Add one memory; existing identical content in the same scope is bumped, not copied.
+
+        Fields: subject, kind, category, scope, agent, project_id, session_id, importance,
+        confidence, source_type, source_id, created_by, metadata, tags, ttl (seconds or
+        timedelta) or expires_at, created_at, norm_key, search_context, uri, embedding.
+        """
+        return self.add_many([MemoryInput(content=content, **fields)], reason=reason)[0]
+
+    def add_many(self, items: Iterable[MemoryInput | dict[str, Any] | str], *,
+                 batch_size: int = 500, reason: str | None = None) -> list[AddResult]:
+        """Add memories in one transaction (all or none), embedding in batches; results in
+        input order. Every item is validated before anything is written."""
+        inputs = [_as_input(i) for i in items]
+        if not inputs:
+            return []
+        v.positive_int(batch_size, "batch_size", 100_000)
+        payload = [i.to_item() for i in inputs]
+        dims = self.embedder.dims
+        vectors: list[np.ndarray | None] = [
+            None if i.embedding is None else check_vector(i.embedding, dims) for i in inputs
+        ]
+        missing = [n for n, vec in enumerate(vectors) if vec is None]
+        if missing:
+            computed = self.embedder.embed_passages([inputs[n].embedding_text() for n in missing])
+            for n, vec in zip(missing, computed, strict=True):
+                vectors[n] = vec
+        space_id = self.space_id()
+        results: list[AddResult] = []
+        with self.db.transaction() as conn:
+            self._begin(conn, reason)
+            for start in range(0, len(payload), batch_size):
+                rows = conn.execute(_sql.query("add_memories"), {
+                    "items": Jsonb(payload[start:start + batch_size]),
+                    "embeddings": vectors[start:start + batch_size],
+                    "space_id": space_id,
+                }).fetchall()
+                results.extend(AddResult(id=r["id"], created=r["created"]) for r in rows)
+        return results
+
+    def update(self, memory_id: UUID | str, *, reason: str | None = None,
+               embedding: Any = None, **changes: Any) -> Memory:
+        """Change fields of a current memory (content re-embeds; version +1; history row).
+
+        Fields: content, search_context, kind, category, agent, norm_key, importance,
+        confidence, source_type, source_id, metadata, tags, expires_at (None clears it), ttl.
+        """
+        mid = _uuid(memory_id)
+        if not changes and embedding is None:
+            raise InvalidInput("nothing to update")
+        clean: dict[str, Any] = {}
+        validators = {
+            "content": v.content,
+            "search_context": lambda x, f: v.optional_text(x, f),
+            "agent": v.optional_name,
+            "norm_key": lambda x, f: v.optional_text(x, f, 1024),
+            "source_id": lambda x, f: v.optional_text(x, f, 1024),
+            "importance": v.unit,
+            "confidence": v.unit,
+        }
+        for key, value in changes.items():
+            if key in validators:
+                clean[key] = validators[key](value, key)
+            elif key in ("kind", "category", "source_type"):
+                enum_type = {"kind": Kind, "category": Category, "source_type": SourceType}[key]
+                clean[key] = v.choice(value, enum_type, key).value
+            elif key == "metadata":
+                clean[key] = v.metadata(value)
+            elif key == "tags":
+                clean[key] = v.tags(value)
+            elif key == "expires_at":
+                stamp = v.timestamp(value, key)
+                clean[key] = stamp.isoformat() if stamp else None
+            elif key == "ttl":
+                ttl = v.ttl(value)
+                if ttl is None:
+                    clean["expires_at"] = None
+                else:
+                    clean["expires_at"] = (datetime.now().astimezone() + ttl).isoformat()
+            else:
+                raise InvalidInput(f"memory field {key!r} cannot be updated")
+        vector = None
+        if embedding is not None:
+            vector = check_vector(embedding, self.embedder.dims)
+        elif "content" in clean or "search_context" in clean:
+            current = self.get(mid)
+            text = clean.get("content", current.content)
+            context = clean.get("search_context", current.search_context)
+            vector = self.embedder.embed_passages([f"{context}\n{text}" if context else text])[0]
+        space_id = self.space_id() if vector is not None else None
+        with self.db.transaction() as conn:
+            self._begin(conn, reason)
+            row = conn.execute(_sql.query("update_memory"), {
+                "tenant": self.tenant, "id": mid, "changes": Jsonb(clean),
+                "embedding": vector, "space_id": space_id,
+            }).fetchone()
+        if row["id"] is None:
+            raise NotFound(f"no current memory {mid}")
+        return self.get(mid)
+
+    def delete(self, memory_id: UUID | str, *, reason: str | None = None) -> None:
+        """Delete a memory (history keeps a 'delete' row); NotFound if there is none."""
+        mid = _uuid(memory_id)
+        with self.db.transaction() as conn:
+            self._begin(conn, reason)
+            deleted = conn.execute(_sql.query("delete_memory"),
+                                   {"tenant": self.tenant, "id": mid}).fetchone()["deleted"]
+        if not deleted:
+            raise NotFound(f"no memory {mid}")
+
+    def purge_expired(self) -> int:
+        """Delete this tenant's expired memories; returns how many."""
+        with self.db.transaction() as conn:
+            self._begin(conn, "expired")
+            return int(conn.execute(_sql.query("purge_expired"),
+                                    {"tenant": self.tenant}).fetchone()["purged"])
+
+    # -- reads -----------------------------------------------------------------------------
+    def get(self, memory_id: UUID | str) -> Memory:
+        """One memory by id (current or superseded, not expired); NotFound otherwise."""
+        mid = _uuid(memory_id)
+        with self.db.transaction() as conn:
+            row = conn.execute(_sql.query("get_memory"), {"tenant": self.tenant, "id": mid}).fetchone()
+        if row is None:
+            raise NotFound(f"no memory {mid}")
+        return Memory.from_row(row)
+
+    def list(self, filter: Filter | dict[str, Any] | None = None, *, limit: int = 100,
+             offset: int = 0, **conditions: Any) -> list[Memory]:
+        """Current, unexpired memories passing the filter (a Filter, a dict, or keyword
+        conditions such as subject=, kind=, category=, tags=, metadata=), newest first."""
+        flt = Filter.of(filter, **conditions).to_json()
+        v.positive_int(limit, "limit", 100_000)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput("offset must be a non-negative integer")
+        with self.db.transaction() as conn:
+            rows = conn.execute(_sql.query("list_memories"), {
+                "tenant": self.tenant, "filter": Jsonb(flt), "limit": limit, "offset": offset,
+            }).fetchall()
+        return [Memory.from_row(r) for r in rows]
+
+    def search(self, query: str, k: int = 10, filter: Filter | dict[str, Any] | None = None,
+               **conditions: Any) -> list[SearchHit]:
+        """The k memories nearest in meaning to ``query`` (cosine over the embedding), with
+        the same filters as :meth:`list`. A blank query returns no hits."""
+        if not isinstance(query, str):
+            raise InvalidInput("query must be a string")
+        v.positive_int(k, "k", MAX_K)
+        flt = Filter.of(filter, **conditions).to_json()
+        if not query.strip():
+            return []
+        v.optional_text(query, "query")
+        vector = self.embedder.embed_queries([query])[0]
+        return self._search_vector(vector, k, flt)
+
+    def search_by_vector(self, vector: Any, k: int = 10,
+                         filter: Filter | dict[str, Any] | None = None,
+                         **conditions: Any) -> list[SearchHit]:
+        """Like :meth:`search` with a precomputed query vector."""
+        v.positive_int(k, "k", MAX_K)
+        flt = Filter.of(filter, **conditions).to_json()
+        return self._search_vector(check_vector(vector, self.embedder.dims), k, flt)
+
+    def _search_vector(self, query: np.ndarray, k: int, flt: dict[str, Any]) -> list[SearchHit]:
+        space_id = self.space_id()
+        with self.db.transaction() as conn:
+            rows = conn.execute(_sql.query("search_vector"), {
+                "tenant": self.tenant, "query": query, "k": k, "filter": Jsonb(flt),
+                "space_id": space_id,
+            }).fetchall()
+        return [
+            SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=n,
+                      details={"route": "vector", "distance": float(r["distance"])})
+            for n, r in enumerate(rows, start=1)
+        ]
+
+    def history(self, memory_id: UUID | str) -> list[HistoryEntry]:
+        """Every recorded change of a memory, oldest first (also after it was deleted)."""
+        mid = _uuid(memory_id)
+        with self.db.transaction() as conn:
+            rows = conn.execute(_sql.query("history"), {"tenant": self.tenant, "id": mid}).fetchall()
+        if not rows:
+            raise NotFound(f"no history for memory {mid}")
+        return [HistoryEntry(**r) for r in rows]
+
+    def count(self) -> int:
+        """How many rows this tenant has (all versions, expired included)."""
+        with self.db.transaction() as conn:
+            return int(conn.execute(_sql.query("count_memories"),
+                                    {"tenant": self.tenant}).fetchone()["n"])
+

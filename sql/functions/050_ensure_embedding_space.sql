@@ -1,0 +1,42 @@
+-- memdb.ensure_embedding_space(p_model text, p_dims integer, p_distance text DEFAULT 'cosine') -> integer
+-- Registers an embedding model (or finds it) and returns its space id. The first registration
+-- also builds the space's HNSW cosine index (memories_hnsw_space_{id}, a partial expression
+-- index on embedding::vector(dims)). A model registered before with other dimensions raises
+-- MD001 (dimension mismatch): vectors of different models never share a space.
+CREATE OR REPLACE FUNCTION memdb.ensure_embedding_space(p_model text, p_dims integer,
+                                                        p_distance text DEFAULT 'cosine')
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    s memdb.embedding_spaces;
+BEGIN
+    IF p_model IS NULL OR btrim(p_model) = '' THEN
+        RAISE EXCEPTION 'embedding model name must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_dims IS NULL OR p_dims < 1 OR p_dims > 2000 THEN
+        RAISE EXCEPTION 'embedding dimensions must be between 1 and 2000 (HNSW limit), got %', p_dims
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO s FROM memdb.embedding_spaces WHERE model = p_model;
+    IF NOT FOUND THEN
+        PERFORM pg_advisory_xact_lock(hashtext('memdb.embedding_spaces'));
+        SELECT * INTO s FROM memdb.embedding_spaces WHERE model = p_model;
+    END IF;
+    IF FOUND THEN
+        IF s.dims <> p_dims OR s.distance <> p_distance THEN
+            RAISE EXCEPTION 'embedding space "%" holds % dimensions (%), not % (%)',
+                p_model, s.dims, s.distance, p_dims, p_distance
+                USING ERRCODE = 'MD001';
+        END IF;
+        RETURN s.id;
+    END IF;
+    INSERT INTO memdb.embedding_spaces (model, dims, distance)
+    VALUES (p_model, p_dims, p_distance)
+    RETURNING * INTO s;
+    EXECUTE format(
+        'CREATE INDEX IF NOT EXISTS %I ON memdb.memories USING hnsw ((embedding::vector(%s)) vector_cosine_ops) WHERE space_id = %s',
+        'memories_hnsw_space_' || s.id, s.dims, s.id);
+    RETURN s.id;
+END
+$$;

@@ -1,0 +1,20 @@
+-- memdb.purge_expired(p_tenant text DEFAULT NULL) -> bigint
+-- Deletes every memory whose expires_at has passed (of one tenant, or of all when NULL)
+-- and returns how many. Expired rows are already invisible to every read; this frees them.
+-- History rows record the deletions with reason 'expired'.
+CREATE OR REPLACE FUNCTION memdb.purge_expired(p_tenant text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    n bigint;
+    prev_reason text := current_setting('memdb.reason', true);
+BEGIN
+    PERFORM set_config('memdb.reason', 'expired', true);
+    DELETE FROM memdb.memories
+    WHERE expires_at <= now() AND (p_tenant IS NULL OR tenant = p_tenant);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    RETURN n;
+END
+$$;

@@ -1,0 +1,53 @@
+-- memdb.search_vector(p_tenant text, p_query vector, p_k integer DEFAULT 10,
+--                     p_filter jsonb DEFAULT '{}', p_space_id integer DEFAULT NULL)
+--   -> TABLE(id uuid, distance double precision, score double precision)
+-- The k memories of the tenant nearest to p_query by cosine distance (score = 1 - distance)
+-- among those passing p_filter (memdb.check_filter), in space p_space_id (default: the one
+-- space whose dimensions match the query). The filter is applied inside the scan: the
+-- space's HNSW index with pgvector's iterative scan, re-sorted exactly, or a plain scan
+-- where the planner finds the filtered set small. A query of other dimensions raises MD001.
+CREATE OR REPLACE FUNCTION memdb.search_vector(p_tenant text, p_query vector, p_k integer DEFAULT 10,
+                                               p_filter jsonb DEFAULT '{}',
+                                               p_space_id integer DEFAULT NULL)
+RETURNS TABLE (id uuid, distance double precision, score double precision)
+LANGUAGE plpgsql STABLE
+SET hnsw.iterative_scan = 'relaxed_order'
+AS $$
+DECLARE
+    s memdb.embedding_spaces;
+BEGIN
+    IF p_query IS NULL THEN
+        RAISE EXCEPTION 'query vector must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM memdb.check_filter(p_filter);
+    IF p_space_id IS NULL THEN
+        SELECT * INTO s FROM memdb.embedding_spaces es WHERE es.dims = vector_dims(p_query) ORDER BY es.id LIMIT 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no embedding space holds % dimensions', vector_dims(p_query) USING ERRCODE = 'MD001';
+        END IF;
+    ELSE
+        SELECT * INTO s FROM memdb.embedding_spaces es WHERE es.id = p_space_id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no embedding space %', p_space_id USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF s.dims <> vector_dims(p_query) THEN
+            RAISE EXCEPTION 'query has % dimensions but space "%" holds %', vector_dims(p_query), s.model, s.dims
+                USING ERRCODE = 'MD001';
+        END IF;
+    END IF;
+    RETURN QUERY EXECUTE format($q$
+        WITH nearest AS MATERIALIZED (
+            SELECT m.id, (m.embedding::vector(%1$s) <=> $1)::double precision AS distance
+            FROM memdb.memories m
+            WHERE m.tenant = $2 AND m.space_id = %2$s AND memdb.matches(m, $3)
+            ORDER BY m.embedding::vector(%1$s) <=> $1
+            LIMIT $4
+        )
+        SELECT n.id, n.distance, 1 - n.distance FROM nearest n ORDER BY n.distance, n.id
+    $q$, s.dims, s.id)
+    USING p_query, p_tenant, coalesce(p_filter, '{}'::jsonb), p_k;
+END
+$$;

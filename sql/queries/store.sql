@@ -1,0 +1,61 @@
+-- Named queries of memdb.store (loaded by memdb._sql). Parameters are %(name)s placeholders.
+
+-- name: set_context
+SELECT set_config('memdb.actor', %(actor)s, true) AS actor,
+       set_config('memdb.reason', %(reason)s, true) AS reason;
+
+-- name: ensure_space
+SELECT memdb.ensure_embedding_space(%(model)s, %(dims)s) AS id;
+
+-- name: schema_ready
+SELECT to_regclass('memdb.memories') IS NOT NULL AS ready;
+
+-- name: add_memories
+SELECT ord, id, created FROM memdb.add_memories(%(items)s, %(embeddings)s, %(space_id)s);
+
+-- name: get_memory
+SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
+       m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
+       m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
+       m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding
+FROM memdb.memories m
+WHERE m.tenant = %(tenant)s AND m.id = %(id)s
+  AND (m.expires_at IS NULL OR m.expires_at > now());
+
+-- name: list_memories
+SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
+       m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
+       m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
+       m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding
+FROM memdb.list_memories(%(tenant)s, %(filter)s, %(limit)s, %(offset)s) m;
+
+-- name: search_vector
+SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
+       m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
+       m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
+       m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding,
+       s.distance, s.score
+FROM memdb.search_vector(%(tenant)s, %(query)s, %(k)s, %(filter)s, %(space_id)s) s
+JOIN memdb.memories m ON m.id = s.id
+ORDER BY s.distance, s.id;
+
+-- name: update_memory
+SELECT memdb.update_memory(%(tenant)s, %(id)s, %(changes)s, %(embedding)s, %(space_id)s) AS id;
+
+-- name: delete_memory
+SELECT memdb.delete_memory(%(tenant)s, %(id)s) AS deleted;
+
+-- name: purge_expired
+SELECT memdb.purge_expired(%(tenant)s) AS purged;
+
+-- name: history
+SELECT h.id, h.memory_id, h.op, h.before, h.after, h.actor, h.reason, h.at
+FROM memdb.memory_history h
+WHERE h.tenant = %(tenant)s AND h.memory_id = %(id)s
+ORDER BY h.id;
+
+-- name: count_memories
+SELECT count(*) AS n FROM memdb.memories WHERE tenant = %(tenant)s;

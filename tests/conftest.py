@@ -1,0 +1,99 @@
+"""Shared fixtures: a real PostgreSQL with pgvector for every test.
+
+The server is the embedded one, in a temporary MEMDB_HOME (never the user's data), unless
+MEMDB_TEST_DSN names a server where databases may be created. The schema is migrated once
+into a template database; each test gets its own fresh copy of it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memdb import LocalEmbedder, MemoryStore
+from memdb.embedded import EmbeddedServer
+from memdb.migrations import upgrade
+
+TEMPLATE = "memdb_test_template"
+_counter = itertools.count()
+
+
+def _with_db(dsn: str, dbname: str) -> str:
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = dbname
+    return make_conninfo(**params)
+
+
+@pytest.fixture(scope="session")
+def server_dsn() -> Iterator[str]:
+    """DSN of the maintenance database ('postgres') of the test server."""
+    env = os.environ.get("MEMDB_TEST_DSN")
+    if env:
+        yield _with_db(env, "postgres")
+        return
+    home = tempfile.mkdtemp(prefix="memdb-test-")
+    os.chmod(home, 0o755)
+    server = EmbeddedServer(home)
+    server.start()
+    yield server.dsn("postgres")
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def template_dsn(server_dsn: str) -> str:
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    dsn = _with_db(server_dsn, TEMPLATE)
+    upgrade(dsn)
+    return dsn
+
+
+@pytest.fixture
+def fresh_db(server_dsn: str, template_dsn: str) -> Iterator[str]:
+    """A new, migrated database for this test only; dropped afterwards."""
+    name = f"memdb_t{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    yield _with_db(server_dsn, name)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def empty_db(server_dsn: str) -> Iterator[str]:
+    """A new database with no memdb schema at all (for migration tests)."""
+    name = f"memdb_e{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield _with_db(server_dsn, name)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder:
+    """The real bundled model, loaded once for the whole run."""
+    return LocalEmbedder()
+
+
+@pytest.fixture
+def store(fresh_db: str, embedder: LocalEmbedder) -> Iterator[MemoryStore]:
+    with MemoryStore(fresh_db, embedder=embedder) as s:
+        yield s
+
+
+@pytest.fixture
+def raw(fresh_db: str) -> Iterator[psycopg.Connection]:
+    """A plain autocommit connection to the test's database, for SQL-level checks."""
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        register_vector(conn)
+        yield conn
