@@ -7,7 +7,8 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSVECTOR, UUID
 
-__all__ = ["metadata", "embedding_spaces", "memories", "memory_history"]
+__all__ = ["metadata", "embedding_spaces", "memories", "memory_history", "bm25_terms", "bm25_stats",
+           "memory_usage"]
 
 metadata = sa.MetaData(schema="memdb")
 TS = sa.TIMESTAMP(timezone=True)
@@ -90,4 +91,29 @@ memory_history = sa.Table(
     sa.Column("at", TS, nullable=False),
     sa.Index("memory_history_memory_idx", "memory_id", "id"),
     sa.Index("memory_history_subject_idx", "tenant", "subject"),
+)
+
+bm25_terms = sa.Table(
+    "bm25_terms", metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("term", sa.Text, primary_key=True),
+    sa.Column("df", sa.BigInteger, nullable=False),
+)
+
+bm25_stats = sa.Table(
+    "bm25_stats", metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("doc_count", sa.BigInteger, nullable=False),
+    sa.Column("total_len", sa.BigInteger, nullable=False),
+)
+
+memory_usage = sa.Table(
+    "memory_usage", metadata,
+    sa.Column("memory_id", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("subject", sa.Text, primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("use_count", sa.Integer, nullable=False),
+    sa.Column("last_used_at", TS, nullable=False),
+    sa.Index("memory_usage_subject_idx", "tenant", "subject"),
 )

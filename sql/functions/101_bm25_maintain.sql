@@ -1,0 +1,50 @@
+-- memdb.bm25_maintain() -> trigger (AFTER INSERT/UPDATE/DELETE ON memdb.memories, per statement)
+-- Keeps BM25 statistics exact for current memories (valid_to IS NULL), per tenant:
+-- memdb.bm25_stats (document count, total length) and memdb.bm25_terms.df (documents holding
+-- each term). Set-based over the statement's transition tables. The tenant's stats row is
+-- locked first and term rows follow in sorted order, so writers of one tenant queue instead
+-- of deadlocking. Updates that change neither the text nor the validity of a row cost nothing.
+CREATE OR REPLACE FUNCTION memdb.bm25_maintain()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    src text;
+BEGIN
+    src := CASE TG_OP
+        WHEN 'INSERT' THEN
+            'SELECT n.tenant, n.tsv, 1 AS sign FROM new_rows n WHERE n.valid_to IS NULL'
+        WHEN 'DELETE' THEN
+            'SELECT o.tenant, o.tsv, -1 AS sign FROM old_rows o WHERE o.valid_to IS NULL'
+        ELSE
+            'SELECT x.tenant, x.tsv, x.sign
+             FROM new_rows n JOIN old_rows o ON o.id = n.id
+             CROSS JOIN LATERAL (VALUES (o.tenant, o.tsv, -1, o.valid_to IS NULL),
+                                        (n.tenant, n.tsv, 1, n.valid_to IS NULL))
+                                 AS x(tenant, tsv, sign, is_current)
+             WHERE x.is_current
+               AND (n.tsv IS DISTINCT FROM o.tsv OR n.tenant IS DISTINCT FROM o.tenant
+                    OR (n.valid_to IS NULL) <> (o.valid_to IS NULL))'
+    END;
+    EXECUTE format($q$
+        INSERT INTO memdb.bm25_stats AS s (tenant, doc_count, total_len)
+        SELECT d.tenant, sum(d.sign), sum(d.sign * memdb.doc_length(d.tsv))
+        FROM (%s) d
+        GROUP BY d.tenant
+        ORDER BY d.tenant
+        ON CONFLICT (tenant) DO UPDATE
+            SET doc_count = s.doc_count + excluded.doc_count,
+                total_len = s.total_len + excluded.total_len
+    $q$, src);
+    EXECUTE format($q$
+        INSERT INTO memdb.bm25_terms AS t (tenant, term, df)
+        SELECT d.tenant, u.lexeme, sum(d.sign)
+        FROM (%s) d CROSS JOIN LATERAL unnest(d.tsv) u
+        GROUP BY d.tenant, u.lexeme
+        HAVING sum(d.sign) <> 0
+        ORDER BY d.tenant, u.lexeme
+        ON CONFLICT (tenant, term) DO UPDATE SET df = t.df + excluded.df
+    $q$, src);
+    RETURN NULL;
+END
+$$;

@@ -1,0 +1,68 @@
+-- memdb.search_bm25(p_tenant text, p_query text, p_k integer DEFAULT 10, p_filter jsonb DEFAULT '{}',
+--                   p_k1 double precision DEFAULT 1.2, p_b double precision DEFAULT 0.75,
+--                   p_candidate_df_ratio double precision DEFAULT 0.3)
+--   -> TABLE(id uuid, score double precision)
+-- Okapi BM25 over the tenant's current memories passing p_filter (memdb.check_filter):
+--   score(d) = sum over query terms t in d of
+--              idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
+--   idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+-- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers); tf and |d|
+-- from the stored tsvector. Candidates come from the GIN index on tsv, matched on the query's
+-- rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare; 1 disables
+-- the pruning); every query term present in a candidate counts in its score.
+-- A query of only stop words or punctuation returns no rows.
+CREATE OR REPLACE FUNCTION memdb.search_bm25(p_tenant text, p_query text, p_k integer DEFAULT 10,
+                                             p_filter jsonb DEFAULT '{}',
+                                             p_k1 double precision DEFAULT 1.2,
+                                             p_b double precision DEFAULT 0.75,
+                                             p_candidate_df_ratio double precision DEFAULT 0.3)
+RETURNS TABLE (id uuid, score double precision)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_n double precision;
+    v_avgdl double precision;
+    v_terms text[];
+    v_idf double precision[];
+    v_cand text[];
+BEGIN
+    IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_k1 IS NULL OR p_k1 < 0 OR p_b IS NULL OR p_b < 0 OR p_b > 1 THEN
+        RAISE EXCEPTION 'BM25 needs k1 >= 0 and b in [0, 1]' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM memdb.check_filter(p_filter);
+    SELECT s.doc_count, s.total_len::double precision / greatest(s.doc_count, 1)
+      INTO v_n, v_avgdl
+      FROM memdb.bm25_stats s WHERE s.tenant = p_tenant;
+    IF v_n IS NULL OR v_n <= 0 OR p_query IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(t.term ORDER BY t.term),
+           array_agg(ln(1 + (v_n - t.df + 0.5) / (t.df + 0.5)) ORDER BY t.term),
+           array_agg(t.term ORDER BY t.term) FILTER (WHERE t.df <= coalesce(p_candidate_df_ratio, 1) * v_n)
+      INTO v_terms, v_idf, v_cand
+      FROM memdb.bm25_terms t
+     WHERE t.tenant = p_tenant AND t.term = ANY (memdb.query_terms(p_query)) AND t.df > 0;
+    IF v_terms IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        WITH w AS (SELECT * FROM unnest($4::text[], $5::double precision[]) AS w(term, idf))
+        SELECT m.id,
+               sum(w.idf * x.tf * ($6 + 1) / (x.tf + $6 * (1 - $7 + $7 * l.dl / $8))) AS score
+        FROM memdb.memories m
+        CROSS JOIN LATERAL (SELECT memdb.doc_length(m.tsv)::double precision AS dl) l
+        CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision AS tf
+                            FROM unnest(m.tsv) u) x
+        JOIN w ON w.term = x.lexeme
+        WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
+        GROUP BY m.id
+        ORDER BY score DESC, m.id
+        LIMIT $9
+    $q$
+    USING p_tenant, coalesce(p_filter, '{}'::jsonb), memdb.terms_tsquery(coalesce(v_cand, v_terms)),
+          v_terms, v_idf, p_k1, p_b, v_avgdl, p_k;
+END
+$$;

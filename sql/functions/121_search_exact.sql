@@ -1,0 +1,32 @@
+-- memdb.search_exact(p_tenant text, p_query text, p_k integer DEFAULT 10, p_filter jsonb DEFAULT '{}')
+--   -> TABLE(id uuid, score double precision)
+-- The exact-match route: current memories of the tenant passing p_filter whose text contains
+-- the whole query (case-insensitive; LIKE wildcards in the query are literal), through the
+-- trigram index. score = length(query) / length(content): 1 for a memory that is the query.
+-- Queries under 2 characters return nothing.
+CREATE OR REPLACE FUNCTION memdb.search_exact(p_tenant text, p_query text, p_k integer DEFAULT 10,
+                                              p_filter jsonb DEFAULT '{}')
+RETURNS TABLE (id uuid, score double precision)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    q text := lower(btrim(regexp_replace(coalesce(p_query, ''), '\s+', ' ', 'g')));
+BEGIN
+    IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM memdb.check_filter(p_filter);
+    IF length(q) < 2 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT m.id, (length($3)::double precision / greatest(length(m.content), 1)) AS score
+        FROM memdb.memories m
+        WHERE m.tenant = $1 AND lower(m.content) LIKE $4 AND memdb.matches(m, $2)
+        ORDER BY score DESC, m.id
+        LIMIT $5
+    $q$
+    USING p_tenant, coalesce(p_filter, '{}'::jsonb), q,
+          '%' || replace(replace(replace(q, '\', '\\'), '%', '\%'), '_', '\_') || '%', p_k;
+END
+$$;

@@ -1,0 +1,143 @@
+-- memdb.search_hybrid(p_tenant text, p_query text, p_embedding vector DEFAULT NULL,
+--                     p_k integer DEFAULT 10, p_filter jsonb DEFAULT '{}', p_options jsonb DEFAULT '{}')
+--   -> TABLE(id uuid, rank integer, score double precision, fused double precision,
+--            multiplier double precision, vector_rank integer, vector_score double precision,
+--            bm25_rank integer, bm25_score double precision, exact_rank integer,
+--            exact_score double precision, mmr_score double precision)
+-- One search over every route, fused, explained:
+--   1. each route returns its own top `depth` candidates inside p_filter (memdb.check_filter):
+--      vector (memdb.search_vector, needs p_embedding), bm25 (memdb.search_bm25), exact
+--      (memdb.search_exact);
+--   2. weighted Reciprocal Rank Fusion: fused = sum over routes of weight / (rrf_k + rank);
+--   3. score = fused * memdb.score_multiplier(...) (decay, hotness from memdb.mark_used counts
+--      of the filter's subject - or the memory's own -, importance; all weights 0 by default;
+--      never applied to category 'system');
+--   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
+-- Each row carries every route's rank and raw score (NULL where the route missed it).
+-- Options: see memdb.check_search_options.
+-- Example: SELECT * FROM memdb.search_hybrid('default', 'React 开发', NULL, 5, '{"subject":"lisi"}', '{"routes":["bm25","exact"]}');
+CREATE OR REPLACE FUNCTION memdb.search_hybrid(p_tenant text, p_query text, p_embedding vector DEFAULT NULL,
+                                               p_k integer DEFAULT 10, p_filter jsonb DEFAULT '{}',
+                                               p_options jsonb DEFAULT '{}')
+RETURNS TABLE (id uuid, rank integer, score double precision, fused double precision,
+               multiplier double precision, vector_rank integer, vector_score double precision,
+               bm25_rank integer, bm25_score double precision, exact_rank integer,
+               exact_score double precision, mmr_score double precision)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    o jsonb := coalesce(p_options, '{}'::jsonb);
+    f jsonb := coalesce(p_filter, '{}'::jsonb);
+    routes jsonb;
+    use_vector boolean;
+    use_bm25 boolean;
+    use_exact boolean;
+    depth integer;
+    rrf_k double precision := coalesce((o ->> 'rrf_k')::double precision, 60);
+    w_vector double precision := coalesce((o #>> '{weights,vector}')::double precision, 1);
+    w_bm25 double precision := coalesce((o #>> '{weights,bm25}')::double precision, 1);
+    w_exact double precision := coalesce((o #>> '{weights,exact}')::double precision, 1);
+    use_mmr boolean := o ? 'mmr_lambda';
+    pool integer;
+    v_now timestamptz;
+    usage_subject text;
+    found_rows jsonb;
+BEGIN
+    IF p_k IS NULL OR p_k < 1 OR p_k > 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM memdb.check_filter(f);
+    PERFORM memdb.check_search_options(o);
+    routes := coalesce(o -> 'routes', '["vector", "bm25", "exact"]'::jsonb);
+    IF routes ? 'vector' AND p_embedding IS NULL AND o ? 'routes' THEN
+        RAISE EXCEPTION 'the vector route needs a query embedding' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    use_vector := routes ? 'vector' AND p_embedding IS NOT NULL;
+    use_bm25 := routes ? 'bm25';
+    use_exact := routes ? 'exact';
+    pool := CASE WHEN use_mmr THEN coalesce((o ->> 'mmr_candidates')::integer, greatest(30, 3 * p_k))
+                 ELSE p_k END;
+    depth := coalesce((o ->> 'depth')::integer, greatest(50, 2 * pool));
+    v_now := coalesce((f ->> 'as_of')::timestamptz, now());
+    usage_subject := CASE jsonb_typeof(f -> 'subject')
+                         WHEN 'string' THEN f ->> 'subject'
+                         WHEN 'array' THEN CASE WHEN jsonb_array_length(f -> 'subject') = 1 THEN f #>> '{subject,0}' END
+                     END;
+
+    SELECT jsonb_agg(to_jsonb(s) ORDER BY s.score DESC, s.id) INTO found_rows
+    FROM (
+        SELECT fu.id, row_number() OVER (ORDER BY fu.fused * mu.mult DESC, fu.id) AS pos,
+               fu.fused * mu.mult AS score, fu.fused, mu.mult AS multiplier,
+               fu.vector_rank, fu.vector_score, fu.bm25_rank, fu.bm25_score, fu.exact_rank, fu.exact_score
+        FROM (
+            SELECT r.id,
+                   sum(CASE r.route WHEN 'vector' THEN w_vector WHEN 'bm25' THEN w_bm25 ELSE w_exact END
+                       / (rrf_k + r.rnk)) AS fused,
+                   max(r.rnk) FILTER (WHERE r.route = 'vector')::integer AS vector_rank,
+                   max(r.raw) FILTER (WHERE r.route = 'vector') AS vector_score,
+                   max(r.rnk) FILTER (WHERE r.route = 'bm25')::integer AS bm25_rank,
+                   max(r.raw) FILTER (WHERE r.route = 'bm25') AS bm25_score,
+                   max(r.rnk) FILTER (WHERE r.route = 'exact')::integer AS exact_rank,
+                   max(r.raw) FILTER (WHERE r.route = 'exact') AS exact_score
+            FROM (
+                SELECT 'vector' AS route, x.id, x.score AS raw,
+                       row_number() OVER (ORDER BY x.distance, x.id) AS rnk
+                FROM memdb.search_vector(p_tenant, p_embedding, depth, f,
+                                         (o ->> 'space_id')::integer,
+                                         coalesce((o ->> 'exact_limit')::integer, 10000)) x
+                WHERE use_vector
+                UNION ALL
+                SELECT 'bm25', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
+                FROM memdb.search_bm25(p_tenant, p_query, depth, f,
+                                       coalesce((o ->> 'k1')::double precision, 1.2),
+                                       coalesce((o ->> 'b')::double precision, 0.75),
+                                       coalesce((o ->> 'candidate_df_ratio')::double precision, 0.3)) x
+                WHERE use_bm25
+                UNION ALL
+                SELECT 'exact', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
+                FROM memdb.search_exact(p_tenant, p_query, depth, f) x
+                WHERE use_exact
+            ) r
+            GROUP BY r.id
+        ) fu
+        JOIN memdb.memories m ON m.id = fu.id
+        LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id AND u.subject = coalesce(usage_subject, m.subject)
+        CROSS JOIN LATERAL (
+            SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
+                                          extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult
+        ) mu
+        ORDER BY fu.fused * mu.mult DESC, fu.id
+        LIMIT pool
+    ) s;
+
+    IF found_rows IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT use_mmr THEN
+        RETURN QUERY
+        SELECT x.id, x.pos, x.score, x.fused, x.multiplier, x.vector_rank, x.vector_score,
+               x.bm25_rank, x.bm25_score, x.exact_rank, x.exact_score, NULL::double precision
+        FROM jsonb_to_recordset(found_rows) AS x(
+                 id uuid, pos integer, score double precision, fused double precision, multiplier double precision,
+                 vector_rank integer, vector_score double precision, bm25_rank integer,
+                 bm25_score double precision, exact_rank integer, exact_score double precision)
+        ORDER BY x.pos
+        LIMIT p_k;
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH c AS (
+        SELECT * FROM jsonb_to_recordset(found_rows) AS x(
+                 id uuid, score double precision, fused double precision, multiplier double precision,
+                 vector_rank integer, vector_score double precision, bm25_rank integer,
+                 bm25_score double precision, exact_rank integer, exact_score double precision)
+    )
+    SELECT c.id, p.pick, c.score, c.fused, c.multiplier, c.vector_rank, c.vector_score,
+           c.bm25_rank, c.bm25_score, c.exact_rank, c.exact_score, p.mmr_score
+    FROM memdb.mmr((SELECT array_agg(c2.id ORDER BY c2.score DESC, c2.id) FROM c c2),
+                   (SELECT array_agg(c2.score ORDER BY c2.score DESC, c2.id) FROM c c2),
+                   p_k, (o ->> 'mmr_lambda')::double precision) p
+    JOIN c ON c.id = p.id
+    ORDER BY p.pick;
+END
+$$;
