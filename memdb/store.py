@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,6 +28,7 @@ from .connection import Database
 from .embeddings import Embedder, check_vector, embedder_from_env
 from .errors import InvalidInput, NotFound, NotMigrated
 from .filters import Filter
+from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 from .models import (
     AddResult,
     Category,
@@ -41,6 +43,17 @@ from .models import (
 __all__ = ["MemoryStore", "MemoryInput"]
 
 MAX_K = 1000
+_DETAIL_KEYS = ("fused", "multiplier", "vector_rank", "vector_score", "bm25_rank", "bm25_score",
+                "exact_rank", "exact_score", "mmr_score")
+_DECAY_KEYS = ("decay_weight", "half_life_days", "hotness_weight", "importance_weight")
+
+
+def _decay_options(decay: dict[str, float] | None) -> dict[str, float]:
+    if decay is None:
+        return {}
+    if not isinstance(decay, dict) or set(decay) - set(_DECAY_KEYS):
+        raise InvalidInput(f"decay must be a dict with keys from {_DECAY_KEYS}")
+    return dict(decay)
 
 
 @dataclass
@@ -338,40 +351,88 @@ class MemoryStore:
             }).fetchall()
         return [Memory.from_row(r) for r in rows]
 
-    def search(self, query: str, k: int = 10, filter: Filter | dict[str, Any] | None = None,
-               **conditions: Any) -> list[SearchHit]:
-        """The k memories nearest in meaning to ``query`` (cosine over the embedding), with
-        the same filters as :meth:`list`. A blank query returns no hits."""
+    def search(self, query: str, k: int = 10, filter: Filter | dict[str, Any] | None = None, *,
+               options: SearchOptions | None = None, routes: Sequence[str] | None = None,
+               weights: dict[str, float] | None = None, mmr: float | bool | None = None,
+               decay: dict[str, float] | None = None, as_of: datetime | str | None = None,
+               embedding: Any = None, explain: bool = False, **conditions: Any) -> SearchResults:
+        """Hybrid search: vector, BM25 and exact-match routes fused by weighted RRF in one SQL
+        call (``memdb.search_hybrid``), with the same filters as :meth:`list`.
+
+        routes/weights/mmr (lambda, or True for 0.7) override ``options``; decay takes
+        decay_weight, half_life_days, hotness_weight, importance_weight; as_of searches the
+        memories valid at that time; embedding replaces embedding the query. Every hit's
+        ``details`` has each route's rank and raw score; ``explain=True`` also puts the SQL,
+        its parameters and timings in ``results.explain``. A blank query, or one of only
+        stop words or punctuation, finds nothing.
+        """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string")
         v.positive_int(k, "k", MAX_K)
+        if as_of is not None:
+            conditions["as_of"] = as_of
         flt = Filter.of(filter, **conditions).to_json()
+        opts = (options or DEFAULT_OPTIONS).replace(
+            routes=tuple(routes) if routes is not None else None, weights=weights, mmr=mmr,
+            **_decay_options(decay))
+        options_json = opts.to_json()
         if not query.strip():
-            return []
+            return SearchResults()
         v.optional_text(query, "query")
-        vector = self.embedder.embed_queries([query])[0]
-        return self._search_vector(vector, k, flt)
+        started = time.perf_counter()
+        if embedding is not None:
+            vector = check_vector(embedding, self.embedder.dims)
+        elif "routes" in options_json and "vector" not in options_json["routes"]:
+            vector = None
+        else:
+            vector = self.embedder.embed_queries([query])[0]
+        embedded = time.perf_counter()
+        return self._search(query, vector, k, flt, options_json, explain, embedded - started)
 
     def search_by_vector(self, vector: Any, k: int = 10,
-                         filter: Filter | dict[str, Any] | None = None,
-                         **conditions: Any) -> list[SearchHit]:
-        """Like :meth:`search` with a precomputed query vector."""
+                         filter: Filter | dict[str, Any] | None = None, *,
+                         explain: bool = False, **conditions: Any) -> SearchResults:
+        """Vector-route search with a precomputed query vector (no text, no BM25)."""
         v.positive_int(k, "k", MAX_K)
         flt = Filter.of(filter, **conditions).to_json()
-        return self._search_vector(check_vector(vector, self.embedder.dims), k, flt)
+        query = check_vector(vector, self.embedder.dims)
+        return self._search(None, query, k, flt, {"routes": ["vector"]}, explain, 0.0)
 
-    def _search_vector(self, query: np.ndarray, k: int, flt: dict[str, Any]) -> list[SearchHit]:
-        space_id = self.space_id()
+    def _search(self, query: str | None, vector: np.ndarray | None, k: int,
+                flt: dict[str, Any], options: dict[str, Any], explain: bool,
+                embed_seconds: float) -> SearchResults:
+        params = {"tenant": self.tenant, "query": query, "embedding": vector, "k": k,
+                  "filter": Jsonb(flt), "options": Jsonb(options)}
+        started = time.perf_counter()
         with self.db.transaction() as conn:
-            rows = conn.execute(_sql.query("search_vector"), {
-                "tenant": self.tenant, "query": query, "k": k, "filter": Jsonb(flt),
-                "space_id": space_id,
-            }).fetchall()
-        return [
-            SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=n,
-                      details={"route": "vector", "distance": float(r["distance"])})
-            for n, r in enumerate(rows, start=1)
-        ]
+            rows = conn.execute(_sql.query("search_hybrid"), params).fetchall()
+        results = SearchResults(
+            SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
+                      details={key: r[key] for key in _DETAIL_KEYS})
+            for r in rows
+        )
+        if explain:
+            results.explain = {
+                "sql": _sql.query("search_hybrid"),
+                "params": {**params, "filter": flt, "options": options,
+                           "embedding": None if vector is None else f"<vector {len(vector)}>"},
+                "embed_ms": round(embed_seconds * 1000, 3),
+                "db_ms": round((time.perf_counter() - started) * 1000, 3),
+                "routes": {route: sum(1 for r in rows if r[f"{route}_rank"] is not None)
+                           for route in ROUTES},
+            }
+        return results
+
+    def mark_used(self, memory_ids: Iterable[UUID | str], *, subject: str | None = None) -> int:
+        """Record that these memories were used (e.g. cited): grows their use count for
+        ``subject`` (default: each memory's own), which hotness reads. Returns how many."""
+        ids = [_uuid(i) for i in memory_ids]
+        if not ids:
+            return 0
+        with self.db.transaction() as conn:
+            return int(conn.execute(_sql.query("mark_used"), {
+                "tenant": self.tenant, "ids": ids,
+                "subject": v.optional_name(subject, "subject")}).fetchone()["marked"])
 
     def history(self, memory_id: UUID | str) -> list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (also after it was deleted)."""

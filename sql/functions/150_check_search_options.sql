@@ -18,6 +18,7 @@ DECLARE
     v jsonb;
     x numeric;
     e jsonb;
+    r text;
 BEGIN
     IF p_options IS NULL THEN
         RETURN true;
@@ -40,12 +41,12 @@ BEGIN
             IF jsonb_typeof(v) <> 'object' THEN
                 RAISE EXCEPTION 'option "weights" must be an object' USING ERRCODE = 'invalid_parameter_value';
             END IF;
-            FOR e IN SELECT jsonb_object_keys(v) LOOP
-                IF e #>> '{}' NOT IN ('vector', 'bm25', 'exact') THEN
-                    RAISE EXCEPTION 'unknown route % in weights', e USING ERRCODE = 'invalid_parameter_value';
+            FOR r IN SELECT jsonb_object_keys(v) LOOP
+                IF r NOT IN ('vector', 'bm25', 'exact') THEN
+                    RAISE EXCEPTION 'unknown route "%" in weights', r USING ERRCODE = 'invalid_parameter_value';
                 END IF;
-                IF jsonb_typeof(v -> (e #>> '{}')) <> 'number' OR (v ->> (e #>> '{}'))::numeric < 0 THEN
-                    RAISE EXCEPTION 'weight of route % must be a number >= 0', e USING ERRCODE = 'invalid_parameter_value';
+                IF jsonb_typeof(v -> r) <> 'number' OR (v ->> r)::numeric < 0 THEN
+                    RAISE EXCEPTION 'weight of route "%" must be a number >= 0', r USING ERRCODE = 'invalid_parameter_value';
                 END IF;
             END LOOP;
         ELSIF k IN ('depth', 'rrf_k', 'k1', 'b', 'candidate_df_ratio', 'mmr_lambda', 'mmr_candidates',

@@ -13,6 +13,8 @@
 --      of the filter's subject - or the memory's own -, importance; all weights 0 by default;
 --      never applied to category 'system');
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
+-- A p_query with no keyword terms (blank, only stop words or punctuation) returns no rows;
+-- pass p_query NULL to search by p_embedding alone.
 -- Each row carries every route's rank and raw score (NULL where the route missed it).
 -- Options: see memdb.check_search_options.
 -- Example: SELECT * FROM memdb.search_hybrid('default', 'React 开发', NULL, 5, '{"subject":"lisi"}', '{"routes":["bm25","exact"]}');
@@ -48,6 +50,9 @@ BEGIN
     END IF;
     PERFORM memdb.check_filter(f);
     PERFORM memdb.check_search_options(o);
+    IF p_query IS NOT NULL AND cardinality(memdb.query_terms(p_query)) = 0 THEN
+        RETURN;  -- blank, or only stop words / punctuation: nothing to look for
+    END IF;
     routes := coalesce(o -> 'routes', '["vector", "bm25", "exact"]'::jsonb);
     IF routes ? 'vector' AND p_embedding IS NULL AND o ? 'routes' THEN
         RAISE EXCEPTION 'the vector route needs a query embedding' USING ERRCODE = 'invalid_parameter_value';

@@ -31,17 +31,6 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding
 FROM memdb.list_memories(%(tenant)s, %(filter)s, %(limit)s, %(offset)s) m;
 
--- name: search_vector
-SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
-       m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
-       m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
-       m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
-       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding,
-       s.distance, s.score
-FROM memdb.search_vector(%(tenant)s, %(query)s, %(k)s, %(filter)s, %(space_id)s) s
-JOIN memdb.memories m ON m.id = s.id
-ORDER BY s.distance, s.id;
-
 -- name: update_memory
 SELECT memdb.update_memory(%(tenant)s, %(id)s, %(changes)s, %(embedding)s, %(space_id)s) AS id;
 

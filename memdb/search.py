@@ -1,0 +1,95 @@
+"""Search options and results: the Python side of ``memdb.search_hybrid``.
+
+``SearchOptions`` becomes the JSON options object the SQL function validates
+(``memdb.check_search_options``); ``SearchResults`` is the ranked list of hits, with
+``explain`` holding the SQL, its parameters and timings when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import InvalidInput
+
+__all__ = ["SearchOptions", "SearchResults", "ROUTES", "DEFAULT_OPTIONS"]
+
+ROUTES = ("vector", "bm25", "exact")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How a hybrid search runs; None leaves the SQL default (see memdb.check_search_options).
+
+    routes: which of vector, bm25, exact run. weights: per-route RRF weight (>= 0).
+    depth: candidates per route. rrf_k: the RRF constant (60). k1, b, candidate_df_ratio: BM25.
+    mmr: lambda in [0, 1] (True = 0.7) to diversify the top mmr_candidates. decay_weight,
+    half_life_days, hotness_weight, importance_weight: the final multiplier (0 = off).
+    """
+
+    routes: tuple[str, ...] | None = None
+    weights: dict[str, float] | None = None
+    depth: int | None = None
+    rrf_k: float | None = None
+    k1: float | None = None
+    b: float | None = None
+    candidate_df_ratio: float | None = None
+    mmr: float | bool | None = None
+    mmr_candidates: int | None = None
+    decay_weight: float | None = None
+    half_life_days: float | None = None
+    hotness_weight: float | None = None
+    importance_weight: float | None = None
+
+    def replace(self, **changes: Any) -> SearchOptions:
+        values = asdict(self)
+        values.update({k: val for k, val in changes.items() if val is not None})
+        return SearchOptions(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.routes is not None:
+            routes = [self.routes] if isinstance(self.routes, str) else list(self.routes)
+            unknown = [r for r in routes if r not in ROUTES]
+            if unknown or not routes:
+                raise InvalidInput(f"unknown or no routes {unknown or routes}; expected some of {ROUTES}")
+            out["routes"] = sorted(set(routes), key=ROUTES.index)
+        if self.weights is not None:
+            if not isinstance(self.weights, dict):
+                raise InvalidInput("weights must be a dict of route -> number")
+            out["weights"] = {str(k): _number(w, f"weight of {k}") for k, w in self.weights.items()}
+        for name in ("depth", "mmr_candidates"):
+            value = getattr(self, name)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise InvalidInput(f"{name} must be an integer")
+                out[name] = value
+        for name in ("rrf_k", "k1", "b", "candidate_df_ratio", "decay_weight", "half_life_days",
+                     "hotness_weight", "importance_weight"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = _number(value, name)
+        if self.mmr is True:
+            out["mmr_lambda"] = 0.7
+        elif self.mmr is not None and self.mmr is not False:
+            out["mmr_lambda"] = _number(self.mmr, "mmr lambda")
+        return out
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput(f"{name} must be a number")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise InvalidInput(f"{name} must be finite")
+    return float(value)
+
+
+# The engine's defaults, chosen on the LoCoMo development split (see the README's ablation).
+DEFAULT_OPTIONS = SearchOptions()
+
+
+class SearchResults(list):
+    """Ranked SearchHits. ``explain`` (when asked for) holds the SQL, parameters, options and
+    timings of the one round trip that produced them."""
+
+    explain: dict[str, Any] | None = None
