@@ -227,7 +227,7 @@ class MemoryStore:
         if not inputs:
             return []
         v.positive_int(batch_size, "batch_size", 100_000)
-        payload = [i.to_item() for i in inputs]
+        payload = [{**i.to_item(), "tenant": self.tenant} for i in inputs]
         dims = self.embedder.dims
         vectors: list[np.ndarray | None] = [
             None if i.embedding is None else check_vector(i.embedding, dims) for i in inputs
