@@ -1,0 +1,102 @@
+"""The ``memdb`` command group, its global options and error handling.
+
+A memdb error prints ``error: <message>`` on stderr and exits with status 1 (click's usage
+errors exit with 2).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+import psycopg
+
+from ..errors import MemdbError, translate
+from ..store import MemoryStore
+
+__all__ = ["cli", "main", "store", "emit_json", "json_option", "options", "State"]
+
+
+class CliError(click.ClickException):
+    """A memdb error, shown as ``error: <message>`` with exit status 1."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemdbError as exc:
+            raise CliError(str(exc) or type(exc).__name__) from exc
+        except psycopg.Error as exc:  # the store translates these; this is the safety net
+            raise CliError(str(translate(exc))) from exc
+
+
+class State:
+    """The global options, and the store opened on first use (closed when the command ends)."""
+
+    def __init__(self, dsn: str | None, tenant: str) -> None:
+        self.dsn, self.tenant = dsn, tenant
+        self._store: MemoryStore | None = None
+        self.opened_ms = 0.0
+
+    def store(self) -> MemoryStore:
+        if self._store is None:
+            start = time.perf_counter()
+            self._store = MemoryStore(self.dsn, tenant=self.tenant)
+            self.opened_ms = (time.perf_counter() - start) * 1000
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def store() -> MemoryStore:
+    return click.get_current_context().find_object(State).store()
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print one JSON document instead of text.")(f)
+
+
+def options(*specs: tuple[Sequence[str], dict[str, Any]]) -> Callable[..., Any]:
+    def apply(f: Callable[..., Any]) -> Callable[..., Any]:
+        for names, kwargs in reversed(specs):
+            f = click.option(*names, **kwargs)(f)
+        return f
+    return apply
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--dsn", envvar="MEMDB_DSN", show_envvar=True, metavar="URL",
+              help="PostgreSQL URL. Default: $MEMDB_DSN, else the embedded server "
+                   "(in $MEMDB_HOME or the per-user data folder).")
+@click.option("--tenant", default="default", show_default=True,
+              help="The tenant (isolation boundary) every command works in.")
+@click.version_option(package_name="memdb")
+@click.pass_context
+def cli(ctx: click.Context, dsn: str | None, tenant: str) -> None:
+    """memdb: Postgres-native long-term memory for AI agents."""
+    state = State(dsn or None, tenant)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """The ``memdb`` console script."""
+    cli.main(args=args, prog_name="memdb")

@@ -1,0 +1,80 @@
+"""Options shared by several commands: filters, metadata JSON, NAME=NUMBER pairs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import InvalidInput
+from ..models import Category, Kind, Scope, SourceType
+from ._app import options
+
+
+def values(enum_type: type) -> str:
+    return ", ".join(m.value for m in enum_type)
+
+
+
+def parse_metadata(text: str | None) -> dict[str, Any] | None:
+    """``--metadata`` as a dict; InvalidInput (exit 1) when it is not a JSON object."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--metadata is not valid JSON ({exc.msg} at column {exc.colno}): "
+                           f"{text!r}") from None
+    if not isinstance(value, dict):
+        raise InvalidInput('--metadata must be a JSON object, such as \'{"lang": "zh"}\'')
+    return value
+
+
+filter_options = options(
+    (["--subject"], {"help": "Only this subject (whose memory: a user or an agent)."}),
+    (["--kind"], {"multiple": True, "help": f"Only these kinds (repeatable): {values(Kind)}."}),
+    (["--category"], {"multiple": True,
+                      "help": f"Only these categories (repeatable): {values(Category)}."}),
+    (["--scope"], {"help": f"Only this scope: {values(Scope)}."}),
+    (["--agent"], {"help": "Only memories written by this agent."}),
+    (["--project-id"], {"help": "Only this project's memories."}),
+    (["--session-id"], {"help": "Only this session's memories."}),
+    (["--source-type"], {"multiple": True,
+                         "help": f"Only these provenances (repeatable): {values(SourceType)}."}),
+    (["--tag", "tags"], {"multiple": True, "help": "Only memories carrying this tag "
+                         "(repeatable: all are required)."}),
+    (["--any-tag", "tags_any"], {"multiple": True,
+                                 "help": "Only memories carrying at least one of these tags."}),
+    (["--min-importance"], {"type": float, "help": "Only importance >= this (0 to 1)."}),
+    (["--metadata"], {"help": "Only memories whose metadata contains this JSON object."}),
+    (["--created-after"], {"help": "Only memories created after this ISO 8601 time."}),
+    (["--created-before"], {"help": "Only memories created before this ISO 8601 time."}),
+    (["--as-of"], {"help": "See the versions that were current at this ISO 8601 time."}),
+    (["--include-expired"], {"is_flag": True, "help": "Also show expired memories."}),
+)
+
+
+def filter_args(opts: dict[str, Any]) -> dict[str, Any]:
+    """The filter keywords of MemoryStore.list/search from the parsed filter options."""
+    out = {k: (list(val) if isinstance(val, tuple) else val) for k, val in opts.items()
+           if val is not None and val != () and val is not False}
+    if "metadata" in out:
+        out["metadata"] = parse_metadata(out["metadata"])
+    return out
+
+
+
+def pairs(values: Sequence[str], option: str) -> dict[str, float] | None:
+    """``NAME=NUMBER`` options (``--weight bm25=0.5``) as a dict; InvalidInput otherwise."""
+    out: dict[str, float] = {}
+    for item in values:
+        name, sep, number = item.partition("=")
+        try:
+            out[name.strip()] = float(number)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise InvalidInput(f"{option} takes NAME=NUMBER, got {item!r}")
+    return out or None
+
+

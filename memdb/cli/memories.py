@@ -1,0 +1,209 @@
+"""Commands over single memories: migrate, add, get, list, update, delete, history, purge,
+count, mark-used."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..errors import InvalidInput
+from ..models import Category, Kind, Scope, SourceType
+from ._app import cli, emit_json, json_option, options, store
+from ._format import print_history, print_memory, provenance, short, table
+from ._shared import filter_args, filter_options, parse_metadata, values
+
+
+@cli.command()
+@json_option
+def migrate(as_json: bool) -> None:
+    """Create or upgrade the memdb schema to the newest revision."""
+    revision = store().migrate()
+    if as_json:
+        emit_json({"revision": revision})
+    else:
+        click.echo(f"schema at revision {revision}")
+
+
+@cli.command()
+@click.argument("text")
+@options(
+    (["--subject"], {"default": "default", "show_default": True,
+                     "help": "Whose memory it is (a user or an agent)."}),
+    (["--kind"], {"default": "semantic", "show_default": True,
+                  "help": f"One of: {values(Kind)}."}),
+    (["--category"], {"default": "general", "show_default": True,
+                      "help": f"One of: {values(Category)}."}),
+    (["--scope"], {"default": "user", "show_default": True, "help": f"One of: {values(Scope)}."}),
+    (["--agent"], {"help": "The agent that wrote the memory."}),
+    (["--project-id"], {"help": "Project id (needed with --scope project)."}),
+    (["--session-id"], {"help": "Session id (needed with --scope session)."}),
+    (["--importance"], {"type": float, "default": 0.5, "show_default": True,
+                        "help": "How much the memory matters, 0 to 1."}),
+    (["--confidence"], {"type": float, "default": 1.0, "show_default": True,
+                        "help": "How sure the source is, 0 to 1."}),
+    (["--source-type"], {"default": "user_statement", "show_default": True,
+                         "help": f"Provenance, one of: {values(SourceType)}."}),
+    (["--source-id"], {"help": "Where exactly it came from (message id, file, URL...)."}),
+    (["--created-by"], {"help": "Who or what recorded it."}),
+    (["--tag", "tags"], {"multiple": True, "help": "A tag (repeatable)."}),
+    (["--metadata"], {"help": "A JSON object stored with the memory."}),
+    (["--ttl"], {"type": float, "help": "Expire after this many seconds."}),
+    (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
+    (["--norm-key"], {"help": "A stable key for the fact (a later memory with it supersedes)."}),
+    (["--reason"], {"help": "Why, recorded in the history."}),
+)
+@json_option
+def add(text: str, as_json: bool, reason: str | None, metadata: str | None,
+        tags: tuple[str, ...], **fields: Any) -> None:
+    """Remember TEXT ("-" reads it from stdin).
+
+    Identical text in the same scope is not stored twice: the existing memory is bumped.
+    """
+    if text == "-":
+        text = sys.stdin.read()
+    result = store().add(text, reason=reason, metadata=parse_metadata(metadata),
+                          tags=list(tags) or None, **fields)
+    if as_json:
+        emit_json({"id": str(result.id), "created": result.created})
+    else:
+        status = "created" if result.created else "deduplicated (already stored)"
+        click.echo(f"{result.id} {status}")
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@json_option
+def get(memory_id: str, as_json: bool) -> None:
+    """Show one memory by its ID."""
+    memory = store().get(memory_id)
+    if as_json:
+        emit_json(memory.to_dict())
+    else:
+        print_memory(memory)
+
+
+@cli.command("list")
+@filter_options
+@click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
+@click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first.")
+@json_option
+def list_(limit: int, offset: int, as_json: bool, **filters: Any) -> None:
+    """List current memories passing the filters, newest first."""
+    memories = store().list(limit=limit, offset=offset, **filter_args(filters))
+    if as_json:
+        emit_json([m.to_dict() for m in memories])
+    elif not memories:
+        click.echo("no memories match", err=True)
+    else:
+        table(["id", "kind", "category", "subject", "provenance", "content"],
+               [[str(m.id), m.kind.value, m.category.value, m.subject, provenance(m),
+                 short(m.content)] for m in memories])
+
+
+@cli.command("mark-used")
+@click.argument("memory_ids", metavar="ID...", nargs=-1, required=True)
+@click.option("--subject", help="Whose use to record (default: each memory's own subject).")
+@json_option
+def mark_used(memory_ids: tuple[str, ...], subject: str | None, as_json: bool) -> None:
+    """Record that these memories were used (e.g. cited); hotness ranking reads it."""
+    n = store().mark_used(memory_ids, subject=subject)
+    if as_json:
+        emit_json({"marked": n})
+    else:
+        click.echo(f"marked {n} memories as used")
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@options(
+    (["--content"], {"help": "New text (it is re-embedded)."}),
+    (["--kind"], {"help": f"One of: {values(Kind)}."}),
+    (["--category"], {"help": f"One of: {values(Category)}."}),
+    (["--agent"], {"help": "The agent that wrote the memory."}),
+    (["--importance"], {"type": float, "help": "How much the memory matters, 0 to 1."}),
+    (["--confidence"], {"type": float, "help": "How sure the source is, 0 to 1."}),
+    (["--source-type"], {"help": f"Provenance, one of: {values(SourceType)}."}),
+    (["--source-id"], {"help": "Where exactly it came from."}),
+    (["--norm-key"], {"help": "A stable key for the fact."}),
+    (["--tag", "tags"], {"multiple": True, "help": "Replace the tags (repeatable)."}),
+    (["--metadata"], {"help": "Replace the metadata with this JSON object."}),
+    (["--ttl"], {"type": float, "help": "Expire this many seconds from now."}),
+    (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
+    (["--no-expiry"], {"is_flag": True, "help": "Never expire."}),
+    (["--reason"], {"help": "Why, recorded in the history."}),
+)
+@json_option
+def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
+           **options: Any) -> None:
+    """Change fields of the memory ID (its version goes up by one)."""
+    changes = {k: val for k, val in options.items() if val is not None and val != ()}
+    if "metadata" in changes:
+        changes["metadata"] = parse_metadata(changes["metadata"])
+    if "tags" in changes:
+        changes["tags"] = list(changes["tags"])
+    if no_expiry:
+        if "ttl" in changes or "expires_at" in changes:
+            raise InvalidInput("give --no-expiry or --ttl/--expires-at, not both")
+        changes["expires_at"] = None
+    memory = store().update(memory_id, reason=reason, **changes)
+    if as_json:
+        emit_json(memory.to_dict())
+    else:
+        print_memory(memory)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--reason", help="Why, recorded in the history.")
+@json_option
+def delete(memory_id: str, reason: str | None, as_json: bool) -> None:
+    """Delete the memory ID (its history is kept)."""
+    store().delete(memory_id, reason=reason)
+    if as_json:
+        emit_json({"id": memory_id, "deleted": True})
+    else:
+        click.echo(f"deleted {memory_id}")
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@json_option
+def history(memory_id: str, as_json: bool) -> None:
+    """Show every recorded change of the memory ID.
+
+    Oldest first; the history survives the memory's deletion.
+    """
+    entries = store().history(memory_id)
+    if as_json:
+        emit_json([e.to_dict() for e in entries])
+    else:
+        print_history(entries)
+
+
+@cli.command()
+@json_option
+def purge(as_json: bool) -> None:
+    """Delete this tenant's expired memories.
+
+    Expired memories are already invisible to every read; this frees their rows.
+    """
+    n = store().purge_expired()
+    if as_json:
+        emit_json({"purged": n})
+    else:
+        click.echo(f"purged {n} expired memories")
+
+
+@cli.command()
+@json_option
+def count(as_json: bool) -> None:
+    """Count this tenant's rows (all versions, expired included)."""
+    n = store().count()
+    if as_json:
+        emit_json({"count": n})
+    else:
+        click.echo(str(n))
+
+

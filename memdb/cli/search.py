@@ -1,0 +1,60 @@
+"""``memdb search``: hybrid search with its routes, weights, MMR and decay options."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ..demo import summarize_hit
+from ._app import cli, emit_json, json_option, options, store
+from ._format import print_hits
+from ._shared import filter_args, filter_options, pairs
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--k", "k", type=int, default=10, show_default=True,
+              help="How many hits to return.")
+@filter_options
+@options(
+    (["--route", "routes"], {"multiple": True,
+                             "help": "Run only these routes (repeatable): vector, bm25, exact."}),
+    (["--weight", "weights"], {"multiple": True, "metavar": "ROUTE=W",
+                               "help": "RRF weight of a route (repeatable), e.g. bm25=0.5."}),
+    (["--mmr"], {"type": float, "metavar": "LAMBDA",
+                 "help": "Diversify the hits with MMR (lambda 0 to 1; 1 = relevance only)."}),
+    (["--decay"], {"multiple": True, "metavar": "KEY=VALUE",
+                   "help": "Score multiplier settings (repeatable): decay_weight, "
+                           "half_life_days, hotness_weight, importance_weight."}),
+    (["--explain", "--sql", "explain"], {"is_flag": True,
+                                         "help": "Also show the SQL, its parameters and timings."}),
+)
+@json_option
+def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
+           weights: tuple[str, ...], mmr: float | None, decay: tuple[str, ...], explain: bool,
+           **filters: Any) -> None:
+    """Find the memories that best match QUERY, best first.
+
+    Hybrid search: vector, BM25 and exact-match routes fused by weighted RRF in SQL.
+    """
+    hits = store().search(query, k=k, routes=list(routes) or None,
+                           weights=pairs(weights, "--weight"), mmr=mmr,
+                           decay=pairs(decay, "--decay"), explain=explain, **filter_args(filters))
+    if as_json:
+        emit_json({"query": query, "hits": [h.to_dict() for h in hits],
+                    "explain": getattr(hits, "explain", None)})
+        return
+    if hits:
+        print_hits([summarize_hit(h) for h in hits], with_id=True)
+    else:
+        click.echo("no memories match", err=True)
+    if explain and getattr(hits, "explain", None):
+        info = hits.explain
+        click.echo(f"\n-- embed {info['embed_ms']} ms, database {info['db_ms']} ms, "
+                   f"hits per route {json.dumps(info['routes'])}")
+        click.echo(f"-- params {json.dumps(info['params'], ensure_ascii=False, default=str)}")
+        click.echo(info["sql"].strip())
+
+
