@@ -123,7 +123,10 @@ def ttl(value: object) -> timedelta | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise InvalidInput("ttl must be finite")
-        value = timedelta(seconds=value)
+        try:
+            value = timedelta(seconds=value)
+        except OverflowError:
+            raise InvalidInput(f"ttl is too large: {value} seconds") from None
     if not isinstance(value, timedelta):
         raise InvalidInput("ttl must be seconds or a timedelta")
     if value <= timedelta(0):

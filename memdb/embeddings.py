@@ -76,6 +76,9 @@ class LocalEmbedder:
 
     model = "multilingual-e5-small"
     dims = 384
+    # The model reads at most 512 tokens; longer text is cut to this many characters before
+    # embedding (the engine would otherwise window it, taking minutes for a 64 KiB memory).
+    max_chars = 2048
 
     def __init__(self, threads: int | None = None, batch_size: int = 32) -> None:
         self.threads = threads or int(os.environ.get("MEMDB_EMBED_THREADS", "1"))
@@ -96,7 +99,7 @@ class LocalEmbedder:
         return self._engine
 
     def _embed(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        texts = list(texts)
+        texts = [t[: self.max_chars] for t in texts]
         if not texts:
             return np.empty((0, self.dims), dtype=np.float32)
         model = self._model()

@@ -86,6 +86,8 @@ def translate(exc: psycopg.Error) -> MemdbError:
         return InvalidInput(message)
     if state in ("42P01", "3F000", "42883"):
         return NotMigrated(f"{message} (is the schema migrated? run `memdb migrate`)")
+    if state.startswith("40"):  # deadlock, serialization failure: the server is fine
+        return DatabaseError(f"{message} [SQLSTATE {state}]")
     if state.startswith("08") or state in ("57P01", "57P02", "57P03") or isinstance(
         exc, psycopg.OperationalError
     ):

@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from . import _sql
 from . import _validate as v
 from .connection import Database
 from .embeddings import Embedder, check_vector, embedder_from_env
-from .errors import InvalidInput, NotFound, NotMigrated
+from .errors import DatabaseError, InvalidInput, NotFound, NotMigrated
 from .filters import Filter
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 from .models import (
@@ -43,6 +44,8 @@ from .models import (
 __all__ = ["MemoryStore", "MemoryInput"]
 
 MAX_K = 1000
+_WRITE_ATTEMPTS = 5
+_RETRY_STATES = ("40P01", "40001")  # deadlock, serialization failure
 _DETAIL_KEYS = ("fused", "multiplier", "vector_rank", "vector_score", "bm25_rank", "bm25_score",
                 "exact_rank", "exact_score", "mmr_score")
 _DECAY_KEYS = ("decay_weight", "half_life_days", "hotness_weight", "importance_weight")
@@ -217,7 +220,7 @@ class MemoryStore:
         confidence, source_type, source_id, created_by, metadata, tags, ttl (seconds or
         timedelta) or expires_at, created_at, norm_key, search_context, uri, embedding.
         """
-        return self.add_many([MemoryInput(content=content, **fields)], reason=reason)[0]
+        return self.add_many([_as_input({"content": content, **fields})], reason=reason)[0]
 
     def add_many(self, items: Iterable[MemoryInput | dict[str, Any] | str], *,
                  batch_size: int = 500, reason: str | None = None) -> list[AddResult]:
@@ -238,16 +241,27 @@ class MemoryStore:
             for n, vec in zip(missing, computed, strict=True):
                 vectors[n] = vec
         space_id = self.space_id()
-        results: list[AddResult] = []
-        with self.db.transaction() as conn:
-            self._begin(conn, reason)
-            for start in range(0, len(payload), batch_size):
-                rows = conn.execute(_sql.query("add_memories"), {
-                    "items": Jsonb(payload[start:start + batch_size]),
-                    "embeddings": vectors[start:start + batch_size],
-                    "space_id": space_id,
-                }).fetchall()
-                results.extend(AddResult(id=r["id"], created=r["created"]) for r in rows)
+        # A transaction of several statements can deadlock with a concurrent writer of the
+        # same contents (each statement locks its keys, then the tenant's BM25 statistics
+        # row); PostgreSQL aborts one of them, which is retried as a whole.
+        for attempt in range(_WRITE_ATTEMPTS):
+            results: list[AddResult] = []
+            try:
+                with self.db.transaction() as conn:
+                    self._begin(conn, reason)
+                    for start in range(0, len(payload), batch_size):
+                        rows = conn.execute(_sql.query("add_memories"), {
+                            "items": Jsonb(payload[start:start + batch_size]),
+                            "embeddings": vectors[start:start + batch_size],
+                            "space_id": space_id,
+                        }).fetchall()
+                        results.extend(AddResult(id=r["id"], created=r["created"]) for r in rows)
+                break
+            except DatabaseError as exc:
+                state = getattr(exc.__cause__, "sqlstate", None)
+                if state not in _RETRY_STATES or attempt + 1 == _WRITE_ATTEMPTS:
+                    raise
+                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         return results
 
     def update(self, memory_id: UUID | str, *, reason: str | None = None,
@@ -288,7 +302,10 @@ class MemoryStore:
                 if ttl is None:
                     clean["expires_at"] = None
                 else:
-                    clean["expires_at"] = (datetime.now().astimezone() + ttl).isoformat()
+                    try:
+                        clean["expires_at"] = (datetime.now().astimezone() + ttl).isoformat()
+                    except OverflowError:
+                        raise InvalidInput(f"ttl is too large: {ttl}") from None
             else:
                 raise InvalidInput(f"memory field {key!r} cannot be updated")
         vector = None

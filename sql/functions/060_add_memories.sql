@@ -9,7 +9,9 @@
 -- same scope (tenant, subject, scope, project_id, session_id) does not make a second row:
 -- the existing row is bumped (access_count, last_accessed_at), keeps the higher importance
 -- and confidence, gains the new tags, and takes the later expiry (none beats any). Duplicates
--- inside one batch collapse onto the first. Safe under concurrent writers (unique index).
+-- inside one batch collapse onto the first. Safe under concurrent writers (unique index); rows
+-- are written in key order, so two calls whose batches overlap in different orders queue
+-- instead of deadlocking.
 -- Returns, per input position (1-based ord), the memory id and whether it was created.
 CREATE OR REPLACE FUNCTION memdb.add_memories(p_items jsonb, p_embeddings vector[] DEFAULT NULL,
                                               p_space_id integer DEFAULT NULL)
@@ -63,7 +65,9 @@ AS $$
                ''::tsvector, f.importance, f.confidence, f.source_type, f.source_id,
                f.created_by, f.metadata, f.tags, f.created_at, f.created_at, f.expires_at
         FROM firsts f
-        ORDER BY f.ord
+        -- rows are inserted (and their dedup keys locked) in key order, not input order, so
+        -- concurrent batches that overlap in different orders queue instead of deadlocking
+        ORDER BY f.tenant, f.subject, f.scope, f.project_id, f.session_id, f.content_hash
         ON CONFLICT (tenant, subject, scope, project_id, session_id, content_hash)
             WHERE valid_to IS NULL
         DO UPDATE SET
