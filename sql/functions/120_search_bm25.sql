@@ -11,6 +11,8 @@
 -- rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare; 1 disables
 -- the pruning); every query term present in a candidate counts in its score.
 -- A query of only stop words or punctuation returns no rows.
+-- With p_filter.as_of the statistics are still today's; a query term no current memory holds
+-- (df 0 today, but in memories valid then) counts as the rarest term instead of being dropped.
 CREATE OR REPLACE FUNCTION memdb.search_bm25(p_tenant text, p_query text, p_k integer DEFAULT 10,
                                              p_filter jsonb DEFAULT '{}',
                                              p_k1 double precision DEFAULT 1.2,
@@ -25,6 +27,7 @@ DECLARE
     v_terms text[];
     v_idf double precision[];
     v_cand text[];
+    v_as_of boolean := coalesce(p_filter ? 'as_of', false);
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -36,15 +39,19 @@ BEGIN
     SELECT s.doc_count, s.total_len::double precision / greatest(s.doc_count, 1)
       INTO v_n, v_avgdl
       FROM memdb.bm25_stats s WHERE s.tenant = p_tenant;
-    IF v_n IS NULL OR v_n <= 0 OR p_query IS NULL THEN
+    IF p_query IS NULL OR ((v_n IS NULL OR v_n <= 0) AND NOT v_as_of) THEN
         RETURN;
     END IF;
-    SELECT array_agg(t.term ORDER BY t.term),
-           array_agg(ln(1 + (v_n - t.df + 0.5) / (t.df + 0.5)) ORDER BY t.term),
-           array_agg(t.term ORDER BY t.term) FILTER (WHERE t.df <= coalesce(p_candidate_df_ratio, 1) * v_n)
+    v_n := greatest(coalesce(v_n, 0), 1);
+    v_avgdl := coalesce(nullif(v_avgdl, 0), 1);
+    SELECT array_agg(q.term ORDER BY q.term),
+           array_agg(ln(1 + (v_n - q.df + 0.5) / (q.df + 0.5)) ORDER BY q.term),
+           array_agg(q.term ORDER BY q.term) FILTER (WHERE q.df <= coalesce(p_candidate_df_ratio, 1) * v_n)
       INTO v_terms, v_idf, v_cand
-      FROM memdb.bm25_terms t
-     WHERE t.tenant = p_tenant AND t.term = ANY (memdb.query_terms(p_query)) AND t.df > 0;
+      FROM (SELECT u.term, greatest(coalesce(t.df, 0), 0)::double precision AS df
+              FROM unnest(memdb.query_terms(p_query)) AS u(term)
+              LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term) q
+     WHERE q.df > 0 OR v_as_of;
     IF v_terms IS NULL THEN
         RETURN;
     END IF;
