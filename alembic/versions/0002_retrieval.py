@@ -28,6 +28,7 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS memories_bm25_insert ON memdb.memories")
     op.execute("DROP TRIGGER IF EXISTS memories_bm25_update ON memdb.memories")
     op.execute("DROP TRIGGER IF EXISTS memories_bm25_delete ON memdb.memories")
+    op.execute("DROP TRIGGER IF EXISTS memories_bm25_truncate ON memdb.memories")
     op.execute("DROP INDEX IF EXISTS memdb.memories_content_trgm_idx")
     op.execute("DROP TABLE IF EXISTS memdb.memory_usage")
     op.execute("DROP TABLE IF EXISTS memdb.bm25_stats")

@@ -3,7 +3,8 @@
 -- (memories.tsv) and for queries, so the two always agree.
 --   * text is NFKC-normalized first (full-width Ｒｅａｃｔ -> React);
 --   * Latin and other non-CJK words go through the 'english' configuration (lower case,
---     Snowball stemming, stop words dropped);
+--     Snowball stemming, stop words dropped), compounds split at inner punctuation first
+--     (Vue.js -> vue js, XK-4471 -> xk 4471, foo@bar.com -> foo bar com);
 --   * runs of CJK characters (Han, kana, Hangul) become unigrams + overlapping bigrams
 --     (memdb.cjk_ngrams) under the 'simple' configuration.
 -- Positions are kept, so term frequencies are exact.
@@ -13,7 +14,9 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
     WITH t AS (SELECT normalize(p_text, NFKC) AS s)
     SELECT to_tsvector('english'::regconfig,
-                       regexp_replace(t.s, '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+', ' ', 'g'))
+                       regexp_replace(
+                           regexp_replace(t.s, '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+', ' ', 'g'),
+                           '([[:alnum:]])[-._/:@#+]+(?=[[:alnum:]])', '\1 ', 'g'))
         || to_tsvector('simple'::regconfig, coalesce((
                SELECT string_agg(memdb.cjk_ngrams(r.m[1]), ' ' ORDER BY r.n)
                FROM regexp_matches(t.s, '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+', 'g')

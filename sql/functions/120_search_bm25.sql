@@ -8,8 +8,9 @@
 --   idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
 -- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers); tf and |d|
 -- from the stored tsvector. Candidates come from the GIN index on tsv, matched on the query's
--- rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare; 1 disables
--- the pruning); every query term present in a candidate counts in its score.
+-- rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare, or when the
+-- tenant has under 1,000 memories; 1 disables the pruning); every query term present in a
+-- candidate counts in its score.
 -- A query of only stop words or punctuation returns no rows.
 -- With p_filter.as_of the statistics are still today's; a query term no current memory holds
 -- (df 0 today, but in memories valid then) counts as the rarest term instead of being dropped.
@@ -46,7 +47,8 @@ BEGIN
     v_avgdl := coalesce(nullif(v_avgdl, 0), 1);
     SELECT array_agg(q.term ORDER BY q.term),
            array_agg(ln(1 + (v_n - q.df + 0.5) / (q.df + 0.5)) ORDER BY q.term),
-           array_agg(q.term ORDER BY q.term) FILTER (WHERE q.df <= coalesce(p_candidate_df_ratio, 1) * v_n)
+           array_agg(q.term ORDER BY q.term)
+               FILTER (WHERE v_n < 1000 OR q.df <= coalesce(p_candidate_df_ratio, 1) * v_n)
       INTO v_terms, v_idf, v_cand
       FROM (SELECT u.term, greatest(coalesce(t.df, 0), 0)::double precision AS df
               FROM unnest(memdb.query_terms(p_query)) AS u(term)

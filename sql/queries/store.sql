@@ -11,7 +11,7 @@ SELECT memdb.ensure_embedding_space(%(model)s, %(dims)s) AS id;
 SELECT to_regclass('memdb.memories') IS NOT NULL AS ready;
 
 -- name: add_memories
-SELECT ord, id, created FROM memdb.add_memories(%(items)s, %(embeddings)s, %(space_id)s);
+SELECT ord, id, created FROM memdb.add_memories(%(items)s, %(embeddings)b, %(space_id)s);
 
 -- name: get_memory
 SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,

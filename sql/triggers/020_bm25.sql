@@ -16,3 +16,8 @@ CREATE TRIGGER memories_bm25_delete
     AFTER DELETE ON memdb.memories
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION memdb.bm25_maintain();
+
+DROP TRIGGER IF EXISTS memories_bm25_truncate ON memdb.memories;
+CREATE TRIGGER memories_bm25_truncate
+    AFTER TRUNCATE ON memdb.memories
+    FOR EACH STATEMENT EXECUTE FUNCTION memdb.bm25_reset();
