@@ -1,15 +1,17 @@
 """alembic environment for memdb: connects to MEMDB_DSN (or the DSN memdb passes in, or the
 embedded server), keeps its version table as public.memdb_alembic_version, compares only
 schema ``memdb`` against memdb._tables.metadata, and after any upgrade step re-applies the
-functions and triggers from sql/."""
+functions and triggers from sql/ (when the database is then at head: they are written for
+the newest tables)."""
 
 from __future__ import annotations
 
 import logging.config
 
-from alembic import context
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, pool
 
+from alembic import context
 from memdb._tables import metadata
 from memdb.connection import resolve_dsn
 from memdb.migrations import VERSION_TABLE, apply_objects, sqlalchemy_url
@@ -37,6 +39,7 @@ def run_migrations_online() -> None:
     dsn, _server = resolve_dsn(config.attributes.get("memdb_dsn"))
     engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
     upgraded: list[bool] = []
+    script = ScriptDirectory.from_config(config)
 
     def on_apply(*, ctx, step, heads, run_args):
         upgraded.append(step.is_upgrade)
@@ -54,7 +57,8 @@ def run_migrations_online() -> None:
         )
         with context.begin_transaction():
             context.run_migrations()
-            if any(upgraded) or config.attributes.get("memdb_always_apply_objects"):
+            at_head = context.get_context().get_current_revision() == script.get_current_head()
+            if at_head and (any(upgraded) or config.attributes.get("memdb_always_apply_objects")):
                 apply_objects(connection.connection.driver_connection)
     engine.dispose()
 

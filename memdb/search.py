@@ -52,7 +52,8 @@ class SearchOptions:
             routes = [self.routes] if isinstance(self.routes, str) else list(self.routes)
             unknown = [r for r in routes if r not in ROUTES]
             if unknown or not routes:
-                raise InvalidInput(f"unknown or no routes {unknown or routes}; expected some of {ROUTES}")
+                raise InvalidInput(
+                    f"unknown or no routes {unknown or routes}; expected some of {ROUTES}")
             out["routes"] = sorted(set(routes), key=ROUTES.index)
         if self.weights is not None:
             if not isinstance(self.weights, dict):

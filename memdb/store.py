@@ -29,7 +29,6 @@ from .connection import Database
 from .embeddings import Embedder, check_vector, embedder_from_env
 from .errors import DatabaseError, InvalidInput, NotFound, NotMigrated
 from .filters import Filter
-from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 from .models import (
     AddResult,
     Category,
@@ -40,6 +39,7 @@ from .models import (
     SearchHit,
     SourceType,
 )
+from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 
 __all__ = ["MemoryStore", "MemoryInput"]
 
@@ -205,7 +205,8 @@ class MemoryStore:
                 if not conn.execute(_sql.query("schema_ready")).fetchone()["ready"]:
                     raise NotMigrated("the memdb schema is missing: run `memdb migrate`")
                 row = conn.execute(_sql.query("ensure_space"),
-                                   {"model": self.embedder.model, "dims": self.embedder.dims}).fetchone()
+                                   {"model": self.embedder.model,
+                                    "dims": self.embedder.dims}).fetchone()
             self._space_id = int(row["id"])
         return self._space_id
 
@@ -349,7 +350,8 @@ class MemoryStore:
         """One memory by id (current or superseded, not expired); NotFound otherwise."""
         mid = _uuid(memory_id)
         with self.db.transaction() as conn:
-            row = conn.execute(_sql.query("get_memory"), {"tenant": self.tenant, "id": mid}).fetchone()
+            row = conn.execute(_sql.query("get_memory"),
+                               {"tenant": self.tenant, "id": mid}).fetchone()
         if row is None:
             raise NotFound(f"no memory {mid}")
         return Memory.from_row(row)
@@ -455,7 +457,8 @@ class MemoryStore:
         """Every recorded change of a memory, oldest first (also after it was deleted)."""
         mid = _uuid(memory_id)
         with self.db.transaction() as conn:
-            rows = conn.execute(_sql.query("history"), {"tenant": self.tenant, "id": mid}).fetchall()
+            rows = conn.execute(_sql.query("history"),
+                                {"tenant": self.tenant, "id": mid}).fetchall()
         if not rows:
             raise NotFound(f"no history for memory {mid}")
         return [HistoryEntry(**r) for r in rows]

