@@ -391,7 +391,7 @@ class MemoryStore:
         if as_of is not None:
             conditions["as_of"] = as_of
         flt = Filter.of(filter, **conditions).to_json()
-        opts = (options or DEFAULT_OPTIONS).replace(
+        opts = (options.over(DEFAULT_OPTIONS) if options else DEFAULT_OPTIONS).replace(
             routes=tuple(routes) if routes is not None else None, weights=weights, mmr=mmr,
             **_decay_options(decay))
         options_json = opts.to_json()

@@ -254,7 +254,8 @@ def test_search_options_and_explain(fresh_db: str) -> None:
                        "vector=2", "--mmr", "0.7", "--decay", "importance_weight=0.2",
                        "--explain")
     assert weighted["hits"][0]["memory"]["id"] == tea
-    assert weighted["explain"]["params"]["options"]["weights"] == {"bm25": 0.5, "vector": 2.0}
+    assert weighted["explain"]["params"]["options"]["weights"] == {"bm25": 0.5, "vector": 2.0,
+                                                                   "exact": 1.0}
     assert "search_hybrid" in weighted["explain"]["sql"]
     text = run(fresh_db, "search", "tea", "--sql")
     assert text.exit_code == 0

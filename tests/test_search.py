@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memdb import InvalidInput, MemoryStore
-from memdb.search import SearchOptions
+from memdb.search import DEFAULT_OPTIONS, SearchOptions
 
 DOC = "李四是前端工程师，擅长React和Vue.js开发"
 DIMS = 384
@@ -33,8 +33,15 @@ def ids(hits) -> list:
     return [h.memory.id for h in hits]
 
 
-def rrf(details: dict, weights: dict[str, float] | None = None, k: float = 60) -> float:
-    weights = {"vector": 1.0, "bm25": 1.0, "exact": 1.0, **(weights or {})}
+# The SQL functions' own defaults (equal weights, rrf_k 60, BM25 b 0.75), for tests whose
+# expectations are worked out by hand rather than against the tuned store defaults.
+TEXTBOOK = SearchOptions(weights={"vector": 1.0, "bm25": 1.0, "exact": 1.0}, rrf_k=60, b=0.75)
+
+
+def rrf(details: dict, weights: dict[str, float] | None = None,
+        k: float = DEFAULT_OPTIONS.rrf_k) -> float:
+    """The store's fusion recomputed: its default weights, overridden route by route."""
+    weights = {**DEFAULT_OPTIONS.weights, **(weights or {})}
     return sum(w / (k + details[f"{route}_rank"])
                for route, w in weights.items() if details[f"{route}_rank"] is not None)
 
@@ -170,7 +177,8 @@ def test_keyword_unknown_to_the_model_still_ranks(store: MemoryStore):
                      "embedding": unit(100 + n, near=q, noise=0.5)} for n in range(12)])
     code = store.add("Part XK-4471 is the replacement valve for pump B",
                      embedding=unit(11, near=-q, noise=0.2)).id
-    opts = SearchOptions(depth=5)  # each route's candidates: the vector route misses `code`
+    # each route's candidates: the vector route misses `code`; textbook fusion (rrf_k 60)
+    opts = SearchOptions(depth=5).over(TEXTBOOK)
     both = store.search("XK-4471", k=10, embedding=q, options=opts, routes=["vector", "bm25"])
     hit = next(h for h in both if h.memory.id == code)
     assert hit.details["vector_rank"] is None and hit.details["bm25_rank"] == 1
@@ -223,9 +231,9 @@ def test_mmr_diversifies_near_duplicates(store: MemoryStore):
         "爱丽丝喜欢喝绿茶。",
         "Bob lives in Berlin.",
     ])]
-    plain = store.search("Alice Paris", k=3)
+    plain = store.search("Alice Paris", k=3, options=TEXTBOOK)
     assert set(ids(plain)) == set(dups)
-    diverse = store.search("Alice Paris", k=3, mmr=0.5)
+    diverse = store.search("Alice Paris", k=3, mmr=0.5, options=TEXTBOOK)
     assert diverse[0].memory.id == plain[0].memory.id  # the best match stays first
     assert len(set(ids(diverse)) & set(dups)) == 1
     assert set(ids(diverse)[1:]) <= set(others)
@@ -248,10 +256,11 @@ def test_mark_used_and_hotness(store: MemoryStore, raw):
     a, b = sorted([store.add("喜欢绿茶 likes green tea", subject=s, embedding=e).id
                    for s in ("alice", "bob")])
     subject_of = {m.id: m.subject for m in store.list()}
-    hits = store.search("green tea 绿茶", embedding=e)
+    hits = store.search("green tea 绿茶", embedding=e, options=TEXTBOOK)
     assert ids(hits) == [a, b]
     for _ in range(3):
-        store.search("green tea 绿茶", embedding=e, decay={"hotness_weight": 1})
+        store.search("green tea 绿茶", embedding=e, decay={"hotness_weight": 1},
+                            options=TEXTBOOK)
         store.search_by_vector(e)
     assert _usage(raw) == []  # searching is not using
 
@@ -264,11 +273,12 @@ def test_mark_used_and_hotness(store: MemoryStore, raw):
         store.mark_used(["not-a-uuid"])
 
     # default weights: multiplier 1, usage changes nothing
-    hits = store.search("green tea 绿茶", embedding=e)
+    hits = store.search("green tea 绿茶", embedding=e, options=TEXTBOOK)
     assert ids(hits) == [a, b] and {h.details["multiplier"] for h in hits} == {1.0}
     # hotness_weight 1: the used memory outranks the equal unused one; its own subject's
     # count (2) is read, not agent-x's
-    hits = store.search("green tea 绿茶", embedding=e, decay={"hotness_weight": 1})
+    hits = store.search("green tea 绿茶", embedding=e, decay={"hotness_weight": 1},
+                            options=TEXTBOOK)
     assert ids(hits) == [b, a]
     assert hits[0].details["multiplier"] == pytest.approx(1.1, rel=1e-6)
     assert hits[1].details["multiplier"] == pytest.approx(1.0, rel=1e-6)

@@ -177,7 +177,7 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
         timings["search_s"] = time.perf_counter() - t0
         memories = len(dia_ids)
     timings["total_s"] = time.perf_counter() - started
-    known = {t.dia_id for conv in convs for t in conv.turns}
+    known = {(conv.sample_id, t.dia_id) for conv in convs for t in conv.turns}
     return {
         "dataset": str(path),
         "questions": len(questions),
@@ -190,7 +190,8 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
             "configs": {name: _describe(config) for name, config in configs.items()},
             "turns": len(flat),
             "no_evidence_questions": sum(1 for _, q in questions if not q.evidence),
-            "unknown_evidence_ids": sorted({e for _, q in questions for e in q.evidence} - known),
+            "unknown_evidence_ids": sorted({f"{c.sample_id}/{e}" for c, q in questions
+                                            for e in q.evidence if (c.sample_id, e) not in known}),
             "timings": {k: round(v, 3) for k, v in timings.items()},
         },
     }
