@@ -212,3 +212,22 @@ def test_custom_configs_and_limit(tiny_path: str, server_dsn: str, embedder) -> 
     assert set(out["routes"]["bm25"]["overall"]) == {"recall@1", "recall@3", "mrr"}
     config = out["meta"]["configs"]["bm25"]
     assert config["routes"] == ["bm25"] and config["k1"] == 0.9
+
+
+def test_cli_eval_locomo(tiny_path: str, fresh_db: str, tmp_path) -> None:
+    """`memdb eval locomo` prints the table and writes the JSON (the real local model)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from memdb.cli import cli
+
+    out = tmp_path / "result.json"
+    result = CliRunner().invoke(cli, ["--dsn", fresh_db, "eval", "locomo", tiny_path,
+                                      "--k", "1,3", "--json", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert set(data["routes"]) == {"vector", "bm25", "hybrid", "hybrid_mmr", "hybrid_decay"}
+    assert "hybrid" in result.output and "R@3" in result.output
+    bad = CliRunner().invoke(cli, ["--dsn", fresh_db, "eval", "locomo", tiny_path, "--k", "0"])
+    assert bad.exit_code == 1 and "error:" in bad.output

@@ -1,0 +1,50 @@
+"""``memdb eval``: retrieval evaluations on public benchmarks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..errors import InvalidInput
+from ._app import State, cli, emit_json
+
+
+@cli.group("eval")
+def eval_() -> None:
+    """Measure retrieval quality on a benchmark (in a scratch database, dropped afterwards)."""
+
+
+@eval_.command("locomo")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--k", "ks", default="5,10,25,50", show_default=True,
+              help="Comma-separated cut-offs for recall@K.")
+@click.option("--json", "out", type=click.Path(dir_okay=False, allow_dash=True), metavar="OUT",
+              help="Write the result as JSON to OUT ('-' prints it instead of the table).")
+@click.option("--no-context", is_flag=True,
+              help="Index each turn alone (default: with its session date and previous turn).")
+@click.option("--limit", type=int, help="Only the first N conversations.")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.pass_obj
+def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
+           limit: int | None, quiet: bool) -> None:
+    """Evaluate retrieval on a LoCoMo-format file (one memory per dialog turn).
+
+    Prints recall@K and MRR for the routes vector, bm25, hybrid, hybrid_mmr and hybrid_decay,
+    overall (categories 1-4), with adversarial questions, and per category.
+    """
+    from ..evaluation import format_table, run_locomo
+
+    try:
+        cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+        result = run_locomo(path, dsn=state.dsn, ks=cutoffs, progress=not quiet,
+                            limit_conversations=limit, search_context=not no_context)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    if out == "-":
+        emit_json(result)
+        return
+    if out:
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+    click.echo(format_table(result))
