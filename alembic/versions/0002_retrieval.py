@@ -16,7 +16,7 @@ depends_on = None
 
 # The frozen table DDL this revision applies (sql/schema/) and its sha256.
 SCHEMA_FILE = "0002_retrieval.sql"
-SCHEMA_SHA256 = "6957a9be7b8190137f6b6f901bf05e51311e00e7d36e79ecd9c7381591389671"
+SCHEMA_SHA256 = "17100ea6c46f0b7b03cba46c914e3b35bfc9277974ad5e8c257d0505190c81d9"
 
 
 def upgrade() -> None:
@@ -29,6 +29,8 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS memories_bm25_delete ON memdb.memories")
     op.execute("DROP TRIGGER IF EXISTS memories_bm25_truncate ON memdb.memories")
     op.execute("DROP INDEX IF EXISTS memdb.memories_content_trgm_idx")
+    op.execute("ALTER TABLE memdb.memories ALTER COLUMN embedding SET STORAGE EXTERNAL, "
+               "ALTER COLUMN tsv SET STORAGE EXTENDED")
     op.execute("DROP TABLE IF EXISTS memdb.memory_usage")
     op.execute("DROP TABLE IF EXISTS memdb.bm25_stats")
     op.execute("DROP TABLE IF EXISTS memdb.bm25_terms")

@@ -6,7 +6,8 @@
 -- among those passing p_filter (memdb.check_filter), in space p_space_id (default: the one
 -- space whose dimensions match the query). The filter is applied inside the scan, so a
 -- restrictive filter still returns k rows:
---   * when at most p_exact_limit memories pass the filter: an exact scan of just those rows
+--   * when at most p_exact_limit memories pass the filter (without a filter: the tenant's
+--     memory count from memdb.bm25_stats, an upper bound): an exact scan of just those rows
 --     (found through the scope indexes) - the true top k;
 --   * otherwise the space's HNSW index with pgvector's iterative scan (relaxed order,
 --     ef_search 100), re-sorted by exact distance.
@@ -17,6 +18,7 @@ CREATE OR REPLACE FUNCTION memdb.search_vector(p_tenant text, p_query vector, p_
                                                p_exact_limit integer DEFAULT 10000)
 RETURNS TABLE (id uuid, distance double precision, score double precision)
 LANGUAGE plpgsql STABLE
+ROWS 50
 SET hnsw.iterative_scan = 'relaxed_order'
 SET hnsw.ef_search = 100
 AS $$
@@ -47,12 +49,19 @@ BEGIN
                 USING ERRCODE = 'MD001';
         END IF;
     END IF;
+    -- no filter: the tenant's current-row count kept by the BM25 triggers bounds the rows in
+    -- the space from above, so a small tenant still gets the exact scan without counting rows
+    IF v_filter = '{}'::jsonb THEN
+        SELECT bs.doc_count INTO v_n FROM memdb.bm25_stats bs WHERE bs.tenant = p_tenant;
+        v_n := coalesce(v_n, 0);
+    ELSE
     EXECUTE format($q$
         SELECT count(*) FROM (
             SELECT 1 FROM memdb.memories m
             WHERE m.tenant = $1 AND m.space_id = %s AND memdb.matches(m, $2)
             LIMIT $3) x
     $q$, s.id) INTO v_n USING p_tenant, v_filter, coalesce(p_exact_limit, 0) + 1;
+    END IF;
     IF v_n <= coalesce(p_exact_limit, 0) THEN
         -- exact: the distance expression does not match the HNSW index expression
         RETURN QUERY EXECUTE format($q$

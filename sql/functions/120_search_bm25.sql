@@ -7,10 +7,14 @@
 --              idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
 --   idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
 -- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers); tf and |d|
--- from the stored tsvector. Candidates come from the GIN index on tsv, matched on the query's
+-- from the stored tsvector (tf of the query terms only, through ts_filter). Candidates come from the GIN index on tsv, matched on the query's
 -- rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare, or when the
 -- tenant has under 1,000 memories; 1 disables the pruning); every query term present in a
--- candidate counts in its score.
+-- candidate counts in its score. Without a subject/agent/project/session filter the candidate
+-- terms are further limited, rarest first, to those whose document frequencies add up to at
+-- most 60 * k (at least one term): tenant-wide searches over 100,000 memories stay fast, at the
+-- price of rarely missing a document that holds only common query terms (top-10 overlap with
+-- the unpruned ranking 0.98 in benchmarks/search_latency.py). Scoped searches stay exact.
 -- A query of only stop words or punctuation returns no rows.
 -- With p_filter.as_of the statistics are still today's; a query term no current memory holds
 -- (df 0 today, but in memories valid then) counts as the rarest term instead of being dropped.
@@ -21,6 +25,7 @@ CREATE OR REPLACE FUNCTION memdb.search_bm25(p_tenant text, p_query text, p_k in
                                              p_candidate_df_ratio double precision DEFAULT 0.3)
 RETURNS TABLE (id uuid, score double precision)
 LANGUAGE plpgsql STABLE
+ROWS 50
 AS $$
 DECLARE
     v_n double precision;
@@ -29,6 +34,10 @@ DECLARE
     v_idf double precision[];
     v_cand text[];
     v_as_of boolean := coalesce(p_filter ? 'as_of', false);
+    -- candidate budget: without a narrowing scope filter, candidates come from the rarest terms
+    -- whose document frequencies add up to at most 60 * k (3000 for search_hybrid's depth 50)
+    v_budget double precision := CASE WHEN coalesce(p_filter, '{}'::jsonb) ?| ARRAY['subject', 'agent', 'project_id', 'session_id']
+                                      THEN 'Infinity' ELSE 60.0 * p_k END;
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -48,27 +57,33 @@ BEGIN
     SELECT array_agg(q.term ORDER BY q.term),
            array_agg(ln(1 + (v_n - q.df + 0.5) / (q.df + 0.5)) ORDER BY q.term),
            array_agg(q.term ORDER BY q.term)
-               FILTER (WHERE v_n < 1000 OR q.df <= coalesce(p_candidate_df_ratio, 1) * v_n)
+               FILTER (WHERE v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
+                             OR (q.df <= p_candidate_df_ratio * v_n
+                                 AND (q.cum_df <= v_budget OR q.rarity = 1)))
       INTO v_terms, v_idf, v_cand
-      FROM (SELECT u.term, greatest(coalesce(t.df, 0), 0)::double precision AS df
-              FROM unnest(memdb.query_terms(p_query)) AS u(term)
-              LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term) q
+      FROM (SELECT d.term, d.df,
+                   sum(d.df) OVER (ORDER BY d.df, d.term) AS cum_df,
+                   row_number() OVER (ORDER BY d.df, d.term) AS rarity
+              FROM (SELECT u.term, greatest(coalesce(t.df, 0), 0)::double precision AS df
+                      FROM unnest(memdb.query_terms(p_query)) AS u(term)
+                      LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term) d) q
      WHERE q.df > 0 OR v_as_of;
     IF v_terms IS NULL THEN
         RETURN;
     END IF;
     RETURN QUERY EXECUTE $q$
-        WITH w AS (SELECT * FROM unnest($4::text[], $5::double precision[]) AS w(term, idf))
-        SELECT m.id,
-               sum(w.idf * x.tf * ($6 + 1) / (x.tf + $6 * (1 - $7 + $7 * l.dl / $8))) AS score
+        SELECT m.id, s.score
         FROM memdb.memories m
-        CROSS JOIN LATERAL (SELECT memdb.doc_length(m.tsv)::double precision AS dl) l
-        CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision AS tf
-                            FROM unnest(m.tsv) u) x
-        JOIN w ON w.term = x.lexeme
+        CROSS JOIN LATERAL (
+            SELECT sum(w.idf * t.tf * ($6 + 1) / (t.tf + $6 * (1 - $7 + $7 * d.dl / $8))) AS score
+            FROM (SELECT sum(coalesce(array_length(u.positions, 1), 1))::double precision AS dl
+                  FROM unnest(m.tsv) u) d,
+                 LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision AS tf
+                          FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) t
+                 JOIN unnest($4::text[], $5::double precision[]) AS w(term, idf) ON w.term = t.lexeme
+        ) s
         WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
-        GROUP BY m.id
-        ORDER BY score DESC, m.id
+        ORDER BY s.score DESC, m.id
         LIMIT $9
     $q$
     USING p_tenant, coalesce(p_filter, '{}'::jsonb), memdb.terms_tsquery(coalesce(v_cand, v_terms)),

@@ -8,6 +8,7 @@ CREATE OR REPLACE FUNCTION memdb.search_exact(p_tenant text, p_query text, p_k i
                                               p_filter jsonb DEFAULT '{}')
 RETURNS TABLE (id uuid, score double precision)
 LANGUAGE plpgsql STABLE
+ROWS 50
 AS $$
 DECLARE
     q text := lower(btrim(regexp_replace(coalesce(p_query, ''), '\s+', ' ', 'g')));

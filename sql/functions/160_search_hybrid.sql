@@ -26,6 +26,7 @@ RETURNS TABLE (id uuid, rank integer, score double precision, fused double preci
                bm25_rank integer, bm25_score double precision, exact_rank integer,
                exact_score double precision, mmr_score double precision)
 LANGUAGE plpgsql STABLE
+ROWS 10
 AS $$
 DECLARE
     o jsonb := coalesce(p_options, '{}'::jsonb);
