@@ -59,22 +59,30 @@ def add(dsn: str, text: str, *args: str) -> str:
 
 
 # -- help and usage ------------------------------------------------------------------------
-@pytest.mark.parametrize("command", [None, *sorted(cli.commands)])
-def test_help_on_every_command(command: str | None) -> None:
-    args = ["--help"] if command is None else [command, "--help"]
-    result = CliRunner().invoke(cli, args)
+def _commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):
+    """Every command path, subcommands of groups (memdb eval locomo) included."""
+    for name, command in sorted(group.commands.items()):
+        yield (*prefix, name), command
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*prefix, name))
+
+
+@pytest.mark.parametrize("path", [(), *(p for p, _ in _commands())], ids=" ".join)
+def test_help_on_every_command(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, [*path, "--help"])
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.stdout
-    target = cli if command is None else cli.commands[command]
+    target = dict(_commands()).get(path, cli)
     assert target.help
     for param in target.params:
         if isinstance(param, click.Option):
-            assert param.help, f"{command} {param.opts} has no help text"
+            assert param.help, f"{path} {param.opts} has no help text"
 
 
 def test_every_command_has_json_output() -> None:
-    for name, command in cli.commands.items():
-        assert "as_json" in {p.name for p in command.params}, name
+    for path, command in _commands():
+        if not isinstance(command, click.Group):
+            assert any("--json" in p.opts for p in command.params), path
 
 
 def test_usage_error_exits_2() -> None:
