@@ -59,6 +59,7 @@ memories = sa.Table(
     sa.Column("valid_to", TS),
     sa.Column("superseded_by", UUID(as_uuid=True),
               sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
+    sa.Column("doc_len", sa.Integer, nullable=False),  # revision 0002
     sa.Index("memories_dedup_key", "tenant", "subject", "scope", "project_id", "session_id",
              "content_hash", unique=True, postgresql_where=sa.text("valid_to IS NULL"),
              postgresql_nulls_not_distinct=True),

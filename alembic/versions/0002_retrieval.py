@@ -16,7 +16,7 @@ depends_on = None
 
 # The frozen table DDL this revision applies (sql/schema/) and its sha256.
 SCHEMA_FILE = "0002_retrieval.sql"
-SCHEMA_SHA256 = "17100ea6c46f0b7b03cba46c914e3b35bfc9277974ad5e8c257d0505190c81d9"
+SCHEMA_SHA256 = "57abd7707b834d280b0ba7a72ffef8eb39dc35b1a604e73dfdca229d1900ff00"
 
 
 def upgrade() -> None:
@@ -29,6 +29,7 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS memories_bm25_delete ON memdb.memories")
     op.execute("DROP TRIGGER IF EXISTS memories_bm25_truncate ON memdb.memories")
     op.execute("DROP INDEX IF EXISTS memdb.memories_content_trgm_idx")
+    op.execute("ALTER TABLE memdb.memories DROP COLUMN IF EXISTS doc_len")
     op.execute("ALTER TABLE memdb.memories ALTER COLUMN embedding SET STORAGE EXTERNAL, "
                "ALTER COLUMN tsv SET STORAGE EXTENDED")
     op.execute("DROP TABLE IF EXISTS memdb.memory_usage")

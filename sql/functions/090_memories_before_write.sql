@@ -1,6 +1,7 @@
 -- memdb.memories_before_write() -> trigger (BEFORE INSERT OR UPDATE ON memdb.memories, per row)
 -- Keeps derived columns true however a row is written (DAL or raw SQL):
 --   content_hash = memdb.content_hash(content); tsv = memdb.tokenize(content + search_context);
+--   doc_len = memdb.doc_length(tsv) (the BM25 document length);
 --   uri defaults to memdb.uri_for(subject, category, id);
 --   the embedding must have its space's dimensions (MD001 otherwise);
 --   on update: a changed content with an unchanged embedding drops the stale embedding, and a
@@ -17,9 +18,11 @@ BEGIN
        OR NEW.search_context IS DISTINCT FROM OLD.search_context THEN
         NEW.content_hash := memdb.content_hash(NEW.content);
         NEW.tsv := memdb.tokenize(NEW.content || ' ' || coalesce(NEW.search_context, ''));
+        NEW.doc_len := memdb.doc_length(NEW.tsv);
     ELSE
         NEW.content_hash := OLD.content_hash;
         NEW.tsv := OLD.tsv;
+        NEW.doc_len := OLD.doc_len;
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.content IS DISTINCT FROM OLD.content
        AND NEW.embedding IS NOT DISTINCT FROM OLD.embedding THEN

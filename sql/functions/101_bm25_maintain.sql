@@ -13,22 +13,22 @@ DECLARE
 BEGIN
     src := CASE TG_OP
         WHEN 'INSERT' THEN
-            'SELECT n.tenant, n.tsv, 1 AS sign FROM new_rows n WHERE n.valid_to IS NULL'
+            'SELECT n.tenant, n.tsv, n.doc_len, 1 AS sign FROM new_rows n WHERE n.valid_to IS NULL'
         WHEN 'DELETE' THEN
-            'SELECT o.tenant, o.tsv, -1 AS sign FROM old_rows o WHERE o.valid_to IS NULL'
+            'SELECT o.tenant, o.tsv, o.doc_len, -1 AS sign FROM old_rows o WHERE o.valid_to IS NULL'
         ELSE
-            'SELECT x.tenant, x.tsv, x.sign
+            'SELECT x.tenant, x.tsv, x.doc_len, x.sign
              FROM new_rows n JOIN old_rows o ON o.id = n.id
-             CROSS JOIN LATERAL (VALUES (o.tenant, o.tsv, -1, o.valid_to IS NULL),
-                                        (n.tenant, n.tsv, 1, n.valid_to IS NULL))
-                                 AS x(tenant, tsv, sign, is_current)
+             CROSS JOIN LATERAL (VALUES (o.tenant, o.tsv, o.doc_len, -1, o.valid_to IS NULL),
+                                        (n.tenant, n.tsv, n.doc_len, 1, n.valid_to IS NULL))
+                                 AS x(tenant, tsv, doc_len, sign, is_current)
              WHERE x.is_current
                AND (n.tsv IS DISTINCT FROM o.tsv OR n.tenant IS DISTINCT FROM o.tenant
                     OR (n.valid_to IS NULL) <> (o.valid_to IS NULL))'
     END;
     EXECUTE format($q$
         INSERT INTO memdb.bm25_stats AS s (tenant, doc_count, total_len)
-        SELECT d.tenant, sum(d.sign), sum(d.sign * memdb.doc_length(d.tsv))
+        SELECT d.tenant, sum(d.sign), sum(d.sign * d.doc_len)
         FROM (%s) d
         GROUP BY d.tenant
         ORDER BY d.tenant

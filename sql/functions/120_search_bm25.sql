@@ -6,8 +6,8 @@
 --   score(d) = sum over query terms t in d of
 --              idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
 --   idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
--- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers); tf and |d|
--- from the stored tsvector (tf of the query terms only, through ts_filter). Candidates come from the GIN index on tsv, matched on the query's
+-- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers), |d| from
+-- memories.doc_len (kept by the memories_before_write trigger), tf from the stored tsvector (tf of the query terms only, through ts_filter). Candidates come from the GIN index on tsv, matched on the query's
 -- rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare, or when the
 -- tenant has under 1,000 memories; 1 disables the pruning); every query term present in a
 -- candidate counts in its score. Without a subject/agent/project/session filter the candidate
@@ -75,10 +75,8 @@ BEGIN
         SELECT m.id, s.score
         FROM memdb.memories m
         CROSS JOIN LATERAL (
-            SELECT sum(w.idf * t.tf * ($6 + 1) / (t.tf + $6 * (1 - $7 + $7 * d.dl / $8))) AS score
-            FROM (SELECT sum(coalesce(array_length(u.positions, 1), 1))::double precision AS dl
-                  FROM unnest(m.tsv) u) d,
-                 LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision AS tf
+            SELECT sum(w.idf * t.tf * ($6 + 1) / (t.tf + $6 * (1 - $7 + $7 * m.doc_len / $8))) AS score
+            FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision AS tf
                           FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) t
                  JOIN unnest($4::text[], $5::double precision[]) AS w(term, idf) ON w.term = t.lexeme
         ) s

@@ -6,6 +6,11 @@
 
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
+-- BM25 document length (tokens in tsv), kept by the memories_before_write trigger.
+ALTER TABLE memdb.memories ADD COLUMN doc_len integer NOT NULL DEFAULT 0;
+UPDATE memdb.memories m
+SET doc_len = (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) FROM unnest(m.tsv) u);
+
 CREATE TABLE memdb.bm25_terms (
     tenant  text   NOT NULL,
     term    text   NOT NULL,
@@ -33,9 +38,8 @@ CREATE INDEX memories_content_trgm_idx ON memdb.memories USING gin (lower(conten
 
 -- Statistics for rows that existed before this revision.
 INSERT INTO memdb.bm25_stats (tenant, doc_count, total_len)
-SELECT m.tenant, count(*), coalesce(sum(l.len), 0)
+SELECT m.tenant, count(*), coalesce(sum(m.doc_len), 0)
 FROM memdb.memories m
-CROSS JOIN LATERAL (SELECT sum(coalesce(array_length(u.positions, 1), 1)) AS len FROM unnest(m.tsv) u) l
 WHERE m.valid_to IS NULL
 GROUP BY m.tenant;
 
