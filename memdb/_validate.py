@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -14,6 +15,7 @@ from .errors import InvalidInput
 MAX_CONTENT_CHARS = 65_536  # also a CHECK constraint on memdb.memories.content
 MAX_NAME_CHARS = 256  # tenant, subject, agent, ids, tags
 MAX_METADATA_BYTES = 65_536
+MAX_METADATA_DEPTH = 100  # nested dicts/lists, the top-level object included
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -74,7 +76,9 @@ def unit(value: object, field: str) -> float:
         raise InvalidInput(f"{field} must be a number in [0, 1]")
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise InvalidInput(f"{field} must be in [0, 1], got {value}")
-    return float(value)
+    # compared and stored as real, whose parser refuses a literal that underflows float32
+    # (1e-50): round to the nearest float32 here (1e-50 -> 0.0)
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def metadata(value: object) -> dict[str, Any]:
@@ -82,16 +86,38 @@ def metadata(value: object) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput("metadata must be a dict")
+    _metadata_tree(value)
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"metadata is not JSON-serializable: {exc}") from exc
     _utf8(text, "metadata")
-    if "\\u0000" in text:
-        raise InvalidInput("metadata contains a NUL character")
     if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
         raise InvalidInput(f"metadata is larger than {MAX_METADATA_BYTES} bytes as JSON")
     return value
+
+
+def _metadata_tree(value: dict[str, Any]) -> None:
+    """Refuse what JSON would not store as given: a NUL in any key or string (a literal
+    backslash-u-0000 is fine), keys that are not strings, and nesting deeper than
+    MAX_METADATA_DEPTH (json and psycopg recurse: a deeper tree raises RecursionError)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise InvalidInput("metadata contains a NUL character")
+        elif isinstance(item, (dict, list, tuple)):
+            if depth > MAX_METADATA_DEPTH:
+                raise InvalidInput(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels")
+            if isinstance(item, dict):
+                if not all(isinstance(k, str) for k in item):
+                    # json.dumps would turn 1 into "1" (and {1: .., "1": ..} into one key)
+                    raise InvalidInput("metadata keys must be strings")
+                stack.extend((k, depth) for k in item)
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
 
 
 def tags(value: object) -> list[str]:

@@ -84,6 +84,8 @@ def translate(exc: psycopg.Error) -> MemdbError:
         return Conflict(message)
     if state.startswith("22") or state.startswith("23"):
         return InvalidInput(message)
+    if state.startswith("54"):  # program limit exceeded (e.g. a tsvector over 1 MB): the
+        return InvalidInput(message)  # input is too big; psycopg calls it an OperationalError
     if state in ("42P01", "3F000", "42883"):
         return NotMigrated(f"{message} (is the schema migrated? run `memdb migrate`)")
     if state.startswith("40"):  # deadlock, serialization failure: the server is fine
