@@ -7,6 +7,7 @@ into a template database; each test gets its own fresh copy of it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import tempfile
@@ -55,15 +56,32 @@ def template_dsn(server_dsn: str) -> str:
     return dsn
 
 
+@contextlib.contextmanager
+def template_copy(server_dsn: str, prefix: str) -> Iterator[str]:
+    """A new database copied from the migrated template; dropped on exit."""
+    name = f"{prefix}{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    try:
+        yield _with_db(server_dsn, name)
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
 def fresh_db(server_dsn: str, template_dsn: str) -> Iterator[str]:
     """A new, migrated database for this test only; dropped afterwards."""
-    name = f"memdb_t{os.getpid()}_{next(_counter)}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
-    yield _with_db(server_dsn, name)
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with template_copy(server_dsn, "memdb_t") as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="module")
+def module_db(server_dsn: str, template_dsn: str) -> Iterator[str]:
+    """A migrated database shared by one test module (for read-only or self-scoping tests,
+    where creating a database per test would cost more than the test)."""
+    with template_copy(server_dsn, "memdb_m") as dsn:
+        yield dsn
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ where it happens. Tests that write use the per-test ``store``/``raw`` of conftes
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from urllib.parse import unquote
@@ -18,7 +17,6 @@ from uuid import UUID
 import numpy as np
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from memdb import (
@@ -74,17 +72,8 @@ def check(raw: psycopg.Connection, error: type[MemdbError],
 
 
 @pytest.fixture(scope="module")
-def shared_dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
-    name = f"memdb_bad{os.getpid()}"
-    template = conninfo_to_dict(template_dsn)["dbname"]
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
-    params = conninfo_to_dict(server_dsn)
-    params["dbname"] = name
-    yield make_conninfo(**params)
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+def shared_dsn(module_db: str) -> str:
+    return module_db
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,6 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memdb import DimensionMismatch, InvalidInput, MemdbError, MemoryStore
 from memdb._validate import (
@@ -72,17 +71,8 @@ class HashEmbedder:
 
 
 @pytest.fixture(scope="module")
-def prop_dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
-    name = f"memdb_prop{os.getpid()}"
-    template = conninfo_to_dict(template_dsn)["dbname"]
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
-    params = conninfo_to_dict(server_dsn)
-    params["dbname"] = name
-    yield make_conninfo(**params)
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+def prop_dsn(module_db: str) -> str:
+    return module_db
 
 
 # Known memories, so that filters drawn from these pools match something.

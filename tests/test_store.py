@@ -3,15 +3,13 @@ local embedder (fixtures in conftest.py: ``store``, ``raw``, ``fresh_db``)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
-import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from conftest import template_copy
 
 from memdb import (
     Category,
@@ -246,17 +244,8 @@ def test_delete(store):
 @pytest.fixture(scope="module")
 def list_store(server_dsn, template_dsn, embedder) -> Iterator[MemoryStore]:
     """One database for the read-only list tests below (seeded once, never written after)."""
-    name = f"memdb_list{os.getpid()}"
-    template = conninfo_to_dict(template_dsn)["dbname"]
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
-    params = conninfo_to_dict(server_dsn)
-    params["dbname"] = name
-    with MemoryStore(make_conninfo(**params), embedder=embedder) as st:
+    with template_copy(server_dsn, "memdb_list") as dsn, MemoryStore(dsn, embedder=embedder) as st:
         yield st
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="module")

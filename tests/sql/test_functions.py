@@ -7,34 +7,23 @@ to a fresh migrated database of its own.
 from __future__ import annotations
 
 import hashlib
-import os
 import unicodedata
 from uuid import UUID
 
 import numpy as np
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 DOC = "李四是前端工程师，擅长React和Vue.js开发"
 
 
 @pytest.fixture(scope="module")
-def pure(server_dsn, template_dsn):
+def pure(module_db):
     """One migrated database shared by this module's read-only tests of pure functions
     (creating a database per test costs more than such a test itself)."""
-    name = f"memdb_pure{os.getpid()}"
-    template = conninfo_to_dict(template_dsn)["dbname"]
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
-    params = conninfo_to_dict(server_dsn)
-    params["dbname"] = name
-    with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:
+    with psycopg.connect(module_db, autocommit=True) as conn:
         yield conn
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 # -- helpers ---------------------------------------------------------------------------------
