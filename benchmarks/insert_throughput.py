@@ -21,21 +21,19 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import psycopg
+from _server import server, with_db  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a source checkout without installing
@@ -110,32 +108,6 @@ def synthetic_inputs(n: int, seed: int) -> list[MemoryInput]:
     return out
 
 
-@contextmanager
-def server(dsn: str | None) -> Iterator[tuple[str, str]]:
-    """(admin DSN, how) for a server where databases may be created."""
-    dsn = dsn or os.environ.get("MEMDB_DSN")
-    if dsn:
-        yield dsn, "dsn"
-        return
-    from memdb.embedded import EmbeddedServer
-
-    home = tempfile.mkdtemp(prefix="memdb-bench-")
-    os.chmod(home, 0o755)
-    embedded = EmbeddedServer(home)
-    try:
-        embedded.start()
-        yield embedded.dsn("postgres"), "embedded"
-    finally:
-        embedded.stop()
-        shutil.rmtree(home, ignore_errors=True)
-
-
-def _with_db(dsn: str, dbname: str) -> str:
-    params = conninfo_to_dict(dsn)
-    params["dbname"] = dbname
-    return make_conninfo(**params)
-
-
 class Scratch:
     """Scratch databases on one server: a migrated template and fresh copies of it."""
 
@@ -160,7 +132,7 @@ class Scratch:
             stmt = sql.SQL("{} TEMPLATE {}").format(stmt, sql.Identifier(template))
         self._admin(stmt)
         self.names.append(name)
-        return _with_db(self.admin_dsn, name)
+        return with_db(self.admin_dsn, name)
 
     def fresh(self) -> str:
         """A new migrated database (a copy of the template)."""

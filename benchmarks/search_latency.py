@@ -37,13 +37,10 @@ import json
 import os
 import platform
 import re
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,8 +48,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from _server import server, with_db  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a source checkout without installing
@@ -328,32 +325,6 @@ def _phrase(text: str, lang: str, words: int, rng: np.random.Generator) -> str:
 
 
 # -- server and scratch database ---------------------------------------------------------------
-@contextmanager
-def server(dsn: str | None) -> Iterator[tuple[str, str]]:
-    """(admin DSN, how) for a server where databases may be created."""
-    dsn = dsn or os.environ.get("MEMDB_DSN")
-    if dsn:
-        yield dsn, "dsn"
-        return
-    from memdb.embedded import EmbeddedServer
-
-    home = tempfile.mkdtemp(prefix="memdb-bench-")
-    os.chmod(home, 0o755)
-    embedded = EmbeddedServer(home)
-    try:
-        embedded.start()
-        yield embedded.dsn("postgres"), "embedded"
-    finally:
-        embedded.stop()
-        shutil.rmtree(home, ignore_errors=True)
-
-
-def _with_db(dsn: str, dbname: str) -> str:
-    params = conninfo_to_dict(dsn)
-    params["dbname"] = dbname
-    return make_conninfo(**params)
-
-
 def _admin(dsn: str, statement: sql.Composable) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(statement)
@@ -985,7 +956,7 @@ def run(args: argparse.Namespace) -> dict:
     with server(args.dsn) as (admin_dsn, how):
         result["server_how"] = how
         name = f"memdb_bench_search_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        db = _with_db(admin_dsn, name)
+        db = with_db(admin_dsn, name)
         _admin(admin_dsn, sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         keep = args.keep and how == "dsn"
         try:
