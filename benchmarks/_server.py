@@ -1,5 +1,5 @@
-"""The server a benchmark runs on: $MEMDB_DSN / --dsn, or an embedded one in a temporary
-MEMDB_HOME (never the user's data), removed afterwards."""
+"""What the benchmarks share: the server they run on ($MEMDB_DSN / --dsn, or an embedded one
+in a temporary MEMDB_HOME, never the user's data, removed afterwards) and a stub embedder."""
 
 from __future__ import annotations
 
@@ -9,7 +9,23 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+
+class RandomEmbedder:
+    """An Embedder that never embeds: benchmark memories carry their own vectors and queries
+    pass embedding=, so figures are database time only."""
+
+    dims = 384
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def embed_passages(self, texts) -> np.ndarray:
+        raise RuntimeError("the benchmark passes precomputed embeddings; no text is embedded")
+
+    embed_queries = embed_passages
 
 
 @contextmanager

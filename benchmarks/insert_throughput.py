@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from _server import server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import RandomEmbedder, server, with_db  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
@@ -68,18 +68,6 @@ _THINGS = ["green tea", "PostgreSQL", "Kubernetes", "React", "咖啡", "乌龙�
            "pgvector", "Vue.js", "Terraform", "北京", "机器学习", "Redis", "oat milk", "上海"]
 _NAMES_EN = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy"]
 _NAMES_ZH = ["张三", "李四", "王五", "赵六", "陈七", "刘八", "周九", "吴十", "郑一", "孙二"]
-
-
-class RandomEmbedder:
-    """An Embedder that never embeds: every benchmark input carries its own vector."""
-
-    model = "bench-random-384"
-    dims = DIMS
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        raise RuntimeError("the benchmark passes precomputed embeddings; no text is embedded")
-
-    embed_queries = embed_passages
 
 
 def synthetic_inputs(n: int, seed: int) -> list[MemoryInput]:
@@ -187,7 +175,7 @@ def run(n: int, batch: int, batch_sizes: list[int], repeat: int, seed: int,
     for item in inputs:  # what add_many does in Python before the first round trip
         item.to_item()
     validate_seconds = time.perf_counter() - t0
-    embedder = RandomEmbedder()
+    embedder = RandomEmbedder("bench-random-384")
     load_start = _loadavg()
 
     with server(dsn) as (admin_dsn, how):

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import RandomEmbedder, server, with_db  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,18 +205,6 @@ class Query:
     lang: str
     kind: str  # "words": vocabulary words; "phrase": a run of words from a stored memory
     vector: np.ndarray
-
-
-class RandomEmbedder:
-    """An Embedder that never embeds: documents carry their vectors, queries pass embedding=."""
-
-    model = "bench-random"
-    dims = DIMS
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        raise RuntimeError("the benchmark passes precomputed embeddings; no text is embedded")
-
-    embed_queries = embed_passages
 
 
 def _unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -928,7 +916,7 @@ def run(args: argparse.Namespace) -> dict:
             "phrase_share": round(sum(q.kind == "phrase" for q in queries) / len(queries), 3),
         },
     }
-    embedder = RandomEmbedder()
+    embedder = RandomEmbedder("bench-random")
 
     def measure_db(db: str) -> None:
         result["server"] = server_info(db)

@@ -299,14 +299,13 @@ class MemoryStore:
                 stamp = v.timestamp(value, key)
                 clean[key] = stamp.isoformat() if stamp else None
             elif key == "ttl":
+                if "expires_at" in changes:
+                    raise InvalidInput("give ttl or expires_at, not both")
                 ttl = v.ttl(value)
                 if ttl is None:
                     clean["expires_at"] = None
-                else:
-                    try:
-                        clean["expires_at"] = (datetime.now().astimezone() + ttl).isoformat()
-                    except OverflowError:
-                        raise InvalidInput(f"ttl is too large: {ttl}") from None
+                else:  # the server's clock sets the expiry, as on add
+                    clean["ttl_seconds"] = ttl.total_seconds()
             else:
                 raise InvalidInput(f"memory field {key!r} cannot be updated")
         vector = None

@@ -553,3 +553,15 @@ def test_history_actor_and_reason(store, fresh_db, embedder, raw):
     r2 = store.add("Omar drives a blue car")
     assert store.history(r2.id)[0].actor == default_actor
     assert store.history(r2.id)[0].reason is None
+
+
+def test_update_ttl_uses_the_server_clock(store, raw):
+    """update(ttl=...) expires the memory that long after the server's now(), as add does."""
+    r = store.add("王芳下周去杭州出差 (Wang Fang goes to Hangzhou)", subject="wangfang")
+    store.update(r.id, ttl=3600)
+    gap = raw.execute("SELECT extract(epoch FROM expires_at - now()) FROM memdb.memories "
+                      "WHERE id = %s", (r.id,)).fetchone()[0]
+    assert 3590 < gap <= 3600
+    with pytest.raises(InvalidInput):
+        store.update(r.id, ttl=60, expires_at="2030-01-01T00:00:00Z")
+    assert store.update(r.id, ttl=None).expires_at is None

@@ -3,7 +3,8 @@
 -- Changes the given fields of one current memory of the tenant and returns its id, or NULL
 -- when there is no such memory. Fields: content, search_context, kind, category, agent,
 -- norm_key, importance, confidence, source_type, source_id, metadata (replaced), tags
--- (replaced), expires_at (JSON null clears it). A new content with no new embedding leaves
+-- (replaced), expires_at (JSON null clears it) or ttl_seconds (expires that long from now,
+-- by the server's clock). A new content with no new embedding leaves
 -- the memory without one (the old vector described the old text). The version increments
 -- and a history row is written by triggers.
 CREATE OR REPLACE FUNCTION memdb.update_memory(p_tenant text, p_id uuid, p_changes jsonb,
@@ -22,7 +23,7 @@ BEGIN
     FOR k IN SELECT jsonb_object_keys(p_changes) LOOP
         IF k NOT IN ('content', 'search_context', 'kind', 'category', 'agent', 'norm_key',
                      'importance', 'confidence', 'source_type', 'source_id', 'metadata',
-                     'tags', 'expires_at') THEN
+                     'tags', 'expires_at', 'ttl_seconds') THEN
             RAISE EXCEPTION 'memory field "%" cannot be updated', k USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END LOOP;
@@ -39,7 +40,10 @@ BEGIN
         source_id      = CASE WHEN p_changes ? 'source_id' THEN p_changes ->> 'source_id' ELSE m.source_id END,
         metadata       = CASE WHEN p_changes ? 'metadata' THEN p_changes -> 'metadata' ELSE m.metadata END,
         tags           = CASE WHEN p_changes ? 'tags' THEN memdb.jtext_array(p_changes -> 'tags') ELSE m.tags END,
-        expires_at     = CASE WHEN p_changes ? 'expires_at' THEN (p_changes ->> 'expires_at')::timestamptz ELSE m.expires_at END,
+        expires_at     = CASE WHEN p_changes ? 'expires_at' THEN (p_changes ->> 'expires_at')::timestamptz
+                              WHEN p_changes ? 'ttl_seconds'
+                                  THEN now() + (p_changes ->> 'ttl_seconds')::double precision * interval '1 second'
+                              ELSE m.expires_at END,
         embedding      = CASE WHEN p_embedding IS NOT NULL THEN p_embedding
                               WHEN p_changes ? 'content' AND p_changes ->> 'content' IS DISTINCT FROM m.content THEN NULL
                               ELSE m.embedding END,
