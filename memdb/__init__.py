@@ -7,6 +7,7 @@ from .errors import (
     DatabaseUnavailable,
     DimensionMismatch,
     EmbeddingError,
+    Forbidden,
     InvalidInput,
     MemdbError,
     MissingDependency,
@@ -26,7 +27,7 @@ __all__ = [
     "Memory", "AddResult", "SearchHit", "HistoryEntry",
     "Kind", "Category", "Scope", "SourceType",
     "Embedder", "LocalEmbedder", "OpenAIEmbedder",
-    "MemdbError", "InvalidInput", "DimensionMismatch", "NotFound", "Conflict", "Rejected",
-    "MissingDependency", "DatabaseError", "DatabaseUnavailable", "UnsupportedServer",
+    "MemdbError", "InvalidInput", "DimensionMismatch", "NotFound", "Forbidden", "Conflict",
+    "Rejected", "MissingDependency", "DatabaseError", "DatabaseUnavailable", "UnsupportedServer",
     "NotMigrated", "EmbeddingError",
 ]

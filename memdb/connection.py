@@ -15,8 +15,9 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from . import _sql
 from .embedded import EmbeddedServer
-from .errors import DatabaseUnavailable, UnsupportedServer, translate
+from .errors import DatabaseUnavailable, NotMigrated, UnsupportedServer, translate
 
 __all__ = ["Database", "resolve_dsn", "MIN_SERVER_VERSION"]
 
@@ -101,11 +102,28 @@ class Database:
             self._pool = None
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection]:
-        """A pooled connection inside one transaction; driver errors become memdb errors."""
+    def transaction(self, *, tenant: str | None = None,
+                    subject: str | None = None) -> Iterator[psycopg.Connection]:
+        """A pooled connection inside one transaction; driver errors become memdb errors.
+
+        With ``tenant``, the transaction runs as the application role ``memdb_app`` with
+        ``memdb.tenant`` (and ``memdb.subject``, when given) set LOCAL: row-level security then
+        confines every statement to that tenant's (and subject's) rows. Without it, the
+        transaction runs as the login (the admin: migrations, maintenance).
+        """
         try:
             with self.pool.connection() as conn:
                 with conn.transaction():
+                    if tenant is not None:
+                        try:
+                            conn.execute(_sql.query("set_isolation"),
+                                         {"tenant": tenant, "subject": subject or ""})
+                        except psycopg.Error as exc:
+                            if getattr(exc, "sqlstate", None) in ("22023", "42704"):
+                                raise NotMigrated(
+                                    "role memdb_app is missing (is the schema migrated? "
+                                    "run `memdb migrate`)") from exc
+                            raise
                     yield conn
         except psycopg.Error as exc:
             raise translate(exc) from exc

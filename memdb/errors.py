@@ -13,6 +13,7 @@ __all__ = [
     "InvalidInput",
     "DimensionMismatch",
     "NotFound",
+    "Forbidden",
     "Conflict",
     "Rejected",
     "MissingDependency",
@@ -39,6 +40,11 @@ class DimensionMismatch(InvalidInput):
 
 class NotFound(MemdbError, LookupError):
     """No memory with that id is visible to this tenant."""
+
+
+class Forbidden(MemdbError, PermissionError):
+    """The write or read is outside what this store may touch (another tenant's or another
+    subject's rows, refused by row-level security; SQLSTATE 42501)."""
 
 
 class Conflict(MemdbError):
@@ -80,6 +86,8 @@ def translate(exc: psycopg.Error) -> MemdbError:
     message = (diag.message_primary if diag is not None else None) or str(exc).strip()
     if state == "MD001":
         return DimensionMismatch(message)
+    if state == "42501":
+        return Forbidden(message)
     if state == "23505":
         return Conflict(message)
     if state.startswith("22") or state.startswith("23"):

@@ -64,7 +64,7 @@ class MemoryInput:
     """One memory to add. Only ``content`` is required; see :meth:`MemoryStore.add`."""
 
     content: str
-    subject: str = "default"
+    subject: str | None = None  # None: the store's subject (subject isolation), else "default"
     kind: Kind | str = Kind.SEMANTIC
     category: Category | str = Category.GENERAL
     scope: Scope | str = Scope.USER
@@ -97,7 +97,7 @@ class MemoryInput:
             raise InvalidInput("scope 'session' needs a session_id")
         item: dict[str, Any] = {
             "content": v.content(self.content),
-            "subject": v.name(self.subject, "subject"),
+            "subject": None if self.subject is None else v.name(self.subject, "subject"),
             "kind": v.choice(self.kind, Kind, "kind").value,
             "category": v.choice(self.category, Category, "category").value,
             "scope": scope.value,
@@ -162,12 +162,20 @@ class MemoryStore:
     ``tenant``: the isolation boundary every call is confined to.
     ``embedder``: default from the environment (the bundled local model).
     ``actor``: who is recorded in history for this store's changes (default: the DB user).
+    ``subject``: subject isolation: the store only sees and may only write this subject's
+    memories (writing another subject raises :class:`~memdb.errors.Forbidden`).
+
+    Every transaction runs as the application role ``memdb_app`` with the tenant (and
+    subject) set LOCAL, so PostgreSQL's row-level security enforces the isolation; the SQL
+    functions' tenant parameters are a second line of defence. :meth:`migrate` runs as the
+    login (the admin).
     """
 
     def __init__(self, dsn: str | None = None, *, tenant: str = "default",
                  embedder: Embedder | None = None, actor: str | None = None,
-                 pool_size: int = 4) -> None:
+                 subject: str | None = None, pool_size: int = 4) -> None:
         self.tenant = v.name(tenant, "tenant")
+        self.subject = v.optional_name(subject, "subject")
         self.actor = v.optional_name(actor, "actor")
         self.db = Database(dsn, max_size=pool_size)
         self._embedder = embedder
@@ -201,7 +209,7 @@ class MemoryStore:
     def space_id(self) -> int:
         """The id of this store's embedding space (registered on first use)."""
         if self._space_id is None:
-            with self.db.transaction() as conn:
+            with self._transaction() as conn:
                 if not conn.execute(_sql.query("schema_ready")).fetchone()["ready"]:
                     raise NotMigrated("the memdb schema is missing: run `memdb migrate`")
                 row = conn.execute(_sql.query("ensure_space"),
@@ -209,6 +217,10 @@ class MemoryStore:
                                     "dims": self.embedder.dims}).fetchone()
             self._space_id = int(row["id"])
         return self._space_id
+
+    def _transaction(self) -> Any:
+        """A transaction confined by row-level security to this store's tenant (and subject)."""
+        return self.db.transaction(tenant=self.tenant, subject=self.subject)
 
     def _begin(self, conn: Any, reason: str | None) -> None:
         conn.execute(_sql.query("set_context"), {"actor": self.actor or "", "reason": reason or ""})
@@ -231,7 +243,8 @@ class MemoryStore:
         if not inputs:
             return []
         v.positive_int(batch_size, "batch_size", 100_000)
-        payload = [{**i.to_item(), "tenant": self.tenant} for i in inputs]
+        subject = self.subject or "default"
+        payload = [{"subject": subject, **i.to_item(), "tenant": self.tenant} for i in inputs]
         dims = self.embedder.dims
         vectors: list[np.ndarray | None] = [
             None if i.embedding is None else check_vector(i.embedding, dims) for i in inputs
@@ -248,7 +261,7 @@ class MemoryStore:
         for attempt in range(_WRITE_ATTEMPTS):
             results: list[AddResult] = []
             try:
-                with self.db.transaction() as conn:
+                with self._transaction() as conn:
                     self._begin(conn, reason)
                     for start in range(0, len(payload), batch_size):
                         rows = conn.execute(_sql.query("add_memories"), {
@@ -317,7 +330,7 @@ class MemoryStore:
             context = clean.get("search_context", current.search_context)
             vector = self.embedder.embed_passages([f"{context}\n{text}" if context else text])[0]
         space_id = self.space_id() if vector is not None else None
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             self._begin(conn, reason)
             row = conn.execute(_sql.query("update_memory"), {
                 "tenant": self.tenant, "id": mid, "changes": Jsonb(clean),
@@ -330,7 +343,7 @@ class MemoryStore:
     def delete(self, memory_id: UUID | str, *, reason: str | None = None) -> None:
         """Delete a memory (history keeps a 'delete' row); NotFound if there is none."""
         mid = _uuid(memory_id)
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             self._begin(conn, reason)
             deleted = conn.execute(_sql.query("delete_memory"),
                                    {"tenant": self.tenant, "id": mid}).fetchone()["deleted"]
@@ -339,7 +352,7 @@ class MemoryStore:
 
     def purge_expired(self) -> int:
         """Delete this tenant's expired memories; returns how many."""
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             self._begin(conn, "expired")
             return int(conn.execute(_sql.query("purge_expired"),
                                     {"tenant": self.tenant}).fetchone()["purged"])
@@ -348,7 +361,7 @@ class MemoryStore:
     def get(self, memory_id: UUID | str) -> Memory:
         """One memory by id (current or superseded, not expired); NotFound otherwise."""
         mid = _uuid(memory_id)
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             row = conn.execute(_sql.query("get_memory"),
                                {"tenant": self.tenant, "id": mid}).fetchone()
         if row is None:
@@ -363,7 +376,7 @@ class MemoryStore:
         v.positive_int(limit, "limit", 100_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be a non-negative integer")
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             rows = conn.execute(_sql.query("list_memories"), {
                 "tenant": self.tenant, "filter": Jsonb(flt), "limit": limit, "offset": offset,
             }).fetchall()
@@ -422,7 +435,7 @@ class MemoryStore:
         params = {"tenant": self.tenant, "query": query, "embedding": vector, "k": k,
                   "filter": Jsonb(flt), "options": Jsonb(options)}
         started = time.perf_counter()
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             rows = conn.execute(_sql.query("search_hybrid"), params).fetchall()
         results = SearchResults(
             SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
@@ -447,7 +460,7 @@ class MemoryStore:
         ids = [_uuid(i) for i in memory_ids]
         if not ids:
             return 0
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             return int(conn.execute(_sql.query("mark_used"), {
                 "tenant": self.tenant, "ids": ids,
                 "subject": v.optional_name(subject, "subject")}).fetchone()["marked"])
@@ -455,7 +468,7 @@ class MemoryStore:
     def history(self, memory_id: UUID | str) -> list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (also after it was deleted)."""
         mid = _uuid(memory_id)
-        with self.db.transaction() as conn:
+        with self._transaction() as conn:
             rows = conn.execute(_sql.query("history"),
                                 {"tenant": self.tenant, "id": mid}).fetchall()
         if not rows:
@@ -463,8 +476,9 @@ class MemoryStore:
         return [HistoryEntry(**r) for r in rows]
 
     def count(self) -> int:
-        """How many rows this tenant has (all versions, expired included)."""
-        with self.db.transaction() as conn:
+        """How many rows this tenant (or, with subject isolation, this subject) has: all
+        versions, expired included."""
+        with self._transaction() as conn:
             return int(conn.execute(_sql.query("count_memories"),
                                     {"tenant": self.tenant}).fetchone()["n"])
 

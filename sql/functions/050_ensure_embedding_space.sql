@@ -3,13 +3,19 @@
 -- also builds the space's HNSW cosine index (memories_hnsw_space_{id}, a partial expression
 -- index on embedding::vector(dims)). A model registered before with other dimensions raises
 -- MD001 (dimension mismatch): vectors of different models never share a space.
+-- SECURITY DEFINER: the application role (memdb_app) may only read the registry and cannot
+-- create indexes; this function runs as the schema owner, with a fixed search_path and
+-- every name qualified (pgvector's type and operator class in the extension's own schema).
 CREATE OR REPLACE FUNCTION memdb.ensure_embedding_space(p_model text, p_dims integer,
                                                         p_distance text DEFAULT 'cosine')
 RETURNS integer
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, public
 AS $$
 DECLARE
     s memdb.embedding_spaces;
+    v_ext text;
 BEGIN
     IF p_model IS NULL OR btrim(p_model) = '' THEN
         RAISE EXCEPTION 'embedding model name must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -34,9 +40,12 @@ BEGIN
     INSERT INTO memdb.embedding_spaces (model, dims, distance)
     VALUES (p_model, p_dims, p_distance)
     RETURNING * INTO s;
+    SELECT n.nspname INTO v_ext
+    FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+    WHERE e.extname = 'vector';
     EXECUTE format(
-        'CREATE INDEX IF NOT EXISTS %I ON memdb.memories USING hnsw ((embedding::vector(%s)) vector_cosine_ops) WHERE space_id = %s',
-        'memories_hnsw_space_' || s.id, s.dims, s.id);
+        'CREATE INDEX IF NOT EXISTS %I ON memdb.memories USING hnsw ((embedding::%I.vector(%s)) %I.vector_cosine_ops) WHERE space_id = %s',
+        'memories_hnsw_space_' || s.id, v_ext, s.dims, v_ext, s.id);
     RETURN s.id;
 END
 $$;

@@ -1,7 +1,8 @@
 -- memdb.memories_history() -> trigger (AFTER INSERT/UPDATE/DELETE ON memdb.memories, per statement)
 -- Writes one memory_history row per changed memory from the statement's transition tables:
 -- op insert | update | supersede (valid_to newly set) | delete, the row before and after
--- (memdb.history_row), the actor (setting memdb.actor, else the database user) and the
+-- (memdb.history_row), the actor (setting memdb.actor, else the login: session_user, which
+-- SET ROLE memdb_app does not change) and the
 -- reason (setting memdb.reason; 'duplicate write' for a dedup bump). Updates that only touch
 -- access counters or the embedding write no row.
 CREATE OR REPLACE FUNCTION memdb.memories_history()
@@ -9,7 +10,7 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_actor text := coalesce(nullif(current_setting('memdb.actor', true), ''), current_user);
+    v_actor text := coalesce(nullif(current_setting('memdb.actor', true), ''), session_user);
     v_reason text := nullif(current_setting('memdb.reason', true), '');
 BEGIN
     IF TG_OP = 'INSERT' THEN
