@@ -60,6 +60,7 @@ memories = sa.Table(
     sa.Column("superseded_by", UUID(as_uuid=True),
               sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
     sa.Column("doc_len", sa.Integer, nullable=False),  # revision 0002
+    sa.Column("status", sa.Text, nullable=False),  # revision 0004
     sa.Index("memories_dedup_key", "tenant", "subject", "scope", "project_id", "session_id",
              "content_hash", unique=True, postgresql_where=sa.text("valid_to IS NULL"),
              postgresql_nulls_not_distinct=True),
@@ -77,6 +78,8 @@ memories = sa.Table(
     sa.Index("memories_tags_idx", "tags", postgresql_using="gin"),
     sa.Index("memories_metadata_idx", "metadata", postgresql_using="gin",
              postgresql_ops={"metadata": "jsonb_path_ops"}),
+    sa.Index("memories_hypothesis_idx", "tenant", "created_at",
+             postgresql_where=sa.text("status = 'hypothesis'")),  # revision 0004
 )
 
 # revision 0002: trigram index for the exact-match route (an expression index binds to the table
@@ -123,4 +126,36 @@ memory_usage = sa.Table(
     sa.Column("use_count", sa.Integer, nullable=False),
     sa.Column("last_used_at", TS, nullable=False),
     sa.Index("memory_usage_subject_idx", "tenant", "subject"),
+)
+
+# revision 0004: the lifecycle's review queue and sedimentation runs
+review_queue = sa.Table(
+    "review_queue", metadata,
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("category", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("content_hash", BYTEA, nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("source_ids", ARRAY(UUID(as_uuid=True)), nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
+    sa.Column("decided_by", sa.Text),
+    sa.Column("decided_at", TS),
+    sa.Column("created_at", TS, nullable=False),
+    sa.UniqueConstraint("tenant", "subject", "content_hash", name="review_queue_content_key"),
+    sa.Index("review_queue_status_idx", "tenant", "status", "created_at"),
+)
+
+sediment_runs = sa.Table(
+    "sediment_runs", metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("subject", sa.Text, primary_key=True),
+    sa.Column("run_date", sa.Date, primary_key=True),
+    sa.Column("source_hash", BYTEA, primary_key=True),
+    sa.Column("written", JSONB, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
 )

@@ -359,3 +359,19 @@ def test_unmigrated_database_is_reported(empty_db, embedder):
     with MemoryStore(empty_db, tenant="acme", embedder=embedder) as store:
         with pytest.raises(NotMigrated):
             store.list()
+
+
+def test_every_tenant_table_is_under_row_level_security(raw):
+    """Each memdb table with a tenant column has RLS enabled and a policy for memdb_app, so a
+    table added by a later revision cannot silently skip isolation."""
+    rows = raw.execute("""
+        SELECT c.relname, c.relrowsecurity,
+               EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid) AS has_policy
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'memdb' AND c.relkind = 'r'
+          AND EXISTS (SELECT 1 FROM pg_attribute a
+                      WHERE a.attrelid = c.oid AND a.attname = 'tenant' AND NOT a.attisdropped)
+        ORDER BY 1""").fetchall()
+    names = {name for name, _, _ in rows}
+    assert {"memories", "memory_history", "review_queue", "sediment_runs"} <= names
+    assert [name for name, rls, policy in rows if not (rls and policy)] == []
