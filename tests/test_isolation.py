@@ -341,6 +341,16 @@ def test_an_application_login_cannot_escape(stores, fresh_db, raw, embedder):
             conn.execute("RESET ROLE")
             assert conn.execute("SELECT current_user").fetchone()[0] == name
             assert conn.execute("SELECT count(*) FROM memdb.memories").fetchone()[0] == 0
+            # the keyword routes run as their owner: they confine this login themselves
+            for route in ("search_bm25", "search_exact"):
+                for tenant in ("globex", "acme"):
+                    assert conn.execute(f"SELECT * FROM memdb.{route}(%s, 'green tea', 50)",
+                                        (tenant,)).fetchall() == [], (route, tenant)
+            conn.execute("SELECT set_config('memdb.tenant', 'globex', false)")
+            assert len(conn.execute("SELECT * FROM memdb.search_bm25('globex', 'green tea', 50)")
+                       .fetchall()) == 2
+            assert conn.execute("SELECT * FROM memdb.search_bm25('acme', 'green tea', 50)"
+                                ).fetchall() == []
             conn.execute("SET row_security = off")
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute("SELECT count(*) FROM memdb.memories")
@@ -375,3 +385,40 @@ def test_every_tenant_table_is_under_row_level_security(raw):
     names = {name for name, _, _ in rows}
     assert {"memories", "memory_history", "review_queue", "sediment_runs"} <= names
     assert [name for name, rls, policy in rows if not (rls and policy)] == []
+
+
+def _index_scans(raw: psycopg.Connection, index: str) -> int:
+    raw.execute("SELECT pg_stat_force_next_flush()")
+    raw.execute("SELECT 1")  # the backend reports its statistics when it goes idle
+    raw.execute("SELECT pg_stat_clear_snapshot()")
+    return raw.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = 'memdb'"
+                       " AND indexrelname = %s", (index,)).fetchone()[0]
+
+
+@pytest.mark.parametrize(("route", "index"), [("search_bm25", "memories_tsv_idx")])
+def test_keyword_routes_use_their_index_for_the_app_role(stores, raw, route, index):
+    """Under row-level security PostgreSQL may not use an index whose operator is not leakproof
+    (tsvector @@, LIKE), so a tenant-wide keyword search would read every row of the tenant.
+    The two keyword routes therefore run as their owner and confine the caller themselves
+    (memdb.confine): as the app role they still scan their index — and still see only the
+    caller's rows and subject. (search_exact does the same; at this table size the planner
+    prefers the tenant btree over the trigram index even for the admin, so its speed is shown
+    by benchmarks/search_latency.py instead.)"""
+    raw.execute("""INSERT INTO memdb.memories (tenant, subject, content, uri, content_hash, tsv)
+                   SELECT 'acme', 'user_' || (g % 40), 'filler note number ' || g || ' about lunch',
+                          'mem://x', ''::bytea, ''::tsvector
+                   FROM generate_series(1, 4000) g""")
+    raw.execute("ANALYZE memdb.memories")
+    _as_app(raw, "acme")
+    raw.execute("SET enable_seqscan = off")  # a table this small would otherwise be read whole
+    before = _index_scans(raw, index)
+    hits = raw.execute(f"SELECT id FROM memdb.{route}('acme', 'green tea', 10)").fetchall()
+    assert len(hits) == 2  # user_1's and user_10's, not globex's
+    assert _index_scans(raw, index) > before
+    raw.execute("SELECT set_config('memdb.subject', 'user_1', false)")
+    subject_hits = raw.execute(f"SELECT id FROM memdb.{route}('acme', 'green tea', 10)").fetchall()
+    assert len(subject_hits) == 1
+    assert raw.execute(f"SELECT id FROM memdb.{route}('acme', 'green tea', 10,"
+                       " '{\"subject\": \"user_10\"}')").fetchall() == []
+    raw.execute("RESET ROLE")
+    raw.execute("RESET enable_seqscan")

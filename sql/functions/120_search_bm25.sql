@@ -16,6 +16,8 @@
 -- price of rarely missing a document that holds only common query terms (top-10 overlap with
 -- the unpruned ranking 0.98 in benchmarks/search_latency.py). Scoped searches stay exact.
 -- A query of only stop words or punctuation returns no rows.
+-- SECURITY DEFINER, so the GIN index serves tenant-wide searches (row-level security would rule
+-- it out); the caller's tenant and subject isolation is applied by memdb.confine().
 -- With p_filter.as_of the statistics are still today's; a query term no current memory holds
 -- (df 0 today, but in memories valid then) counts as the rarest term instead of being dropped.
 CREATE OR REPLACE FUNCTION memdb.search_bm25(p_tenant text, p_query text, p_k integer DEFAULT 10,
@@ -25,6 +27,8 @@ CREATE OR REPLACE FUNCTION memdb.search_bm25(p_tenant text, p_query text, p_k in
                                              p_candidate_df_ratio double precision DEFAULT 0.3)
 RETURNS TABLE (id uuid, score double precision)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 ROWS 50
 AS $$
 DECLARE
@@ -36,8 +40,7 @@ DECLARE
     v_as_of boolean := coalesce(p_filter ? 'as_of', false);
     -- candidate budget: without a narrowing scope filter, candidates come from the rarest terms
     -- whose document frequencies add up to at most 60 * k (3000 for search_hybrid's depth 50)
-    v_budget double precision := CASE WHEN coalesce(p_filter, '{}'::jsonb) ?| ARRAY['subject', 'agent', 'project_id', 'session_id']
-                                      THEN 'Infinity' ELSE 60.0 * p_k END;
+    v_budget double precision;
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -46,6 +49,12 @@ BEGIN
         RAISE EXCEPTION 'BM25 needs k1 >= 0 and b in [0, 1]' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM memdb.check_filter(p_filter);
+    p_filter := memdb.confine(p_tenant, p_filter);
+    IF p_filter IS NULL THEN
+        RETURN;
+    END IF;
+    v_budget := CASE WHEN p_filter ?| ARRAY['subject', 'agent', 'project_id', 'session_id']
+                     THEN 'Infinity' ELSE 60.0 * p_k END;
     SELECT s.doc_count, s.total_len::double precision / greatest(s.doc_count, 1)
       INTO v_n, v_avgdl
       FROM memdb.bm25_stats s WHERE s.tenant = p_tenant;

@@ -4,10 +4,14 @@
 -- the whole query (case-insensitive; LIKE wildcards in the query are literal), through the
 -- trigram index. score = length(query) / length(content): 1 for a memory that is the query.
 -- Queries under 2 characters return nothing.
+-- SECURITY DEFINER, so the trigram index serves tenant-wide searches (row-level security would
+-- rule it out); the caller's tenant and subject isolation is applied by memdb.confine().
 CREATE OR REPLACE FUNCTION memdb.search_exact(p_tenant text, p_query text, p_k integer DEFAULT 10,
                                               p_filter jsonb DEFAULT '{}')
 RETURNS TABLE (id uuid, score double precision)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 ROWS 50
 AS $$
 DECLARE
@@ -17,7 +21,8 @@ BEGIN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM memdb.check_filter(p_filter);
-    IF length(q) < 2 THEN
+    p_filter := memdb.confine(p_tenant, p_filter);
+    IF p_filter IS NULL OR length(q) < 2 THEN
         RETURN;
     END IF;
     RETURN QUERY EXECUTE $q$
