@@ -406,3 +406,20 @@ def test_demo_data_covers_the_vocabulary() -> None:
     assert all(m.get("source_type") and m.get("source_id") for m in MEMORIES)
     assert any(re.search(r"[\u4e00-\u9fff]", m["content"]) for m in MEMORIES)
     assert any(re.fullmatch(r"[ -~]+", m["content"]) for m in MEMORIES)
+
+
+def test_tenant_and_subject_isolation(fresh_db: str) -> None:
+    """--tenant and --as-subject confine every command (row-level security): another tenant's
+    id is not found, another subject is invisible and cannot be written."""
+    alice = add(fresh_db, "Alice 喜欢绿茶", "--subject", "alice")
+    add(fresh_db, "Bob 喜欢绿茶", "--subject", "bob")
+    other = CliRunner().invoke(cli, ["--dsn", fresh_db, "--tenant", "globex", "get", alice])
+    assert other.exit_code == 1 and "error:" in other.stderr
+    listed = CliRunner().invoke(cli, ["--dsn", fresh_db, "--as-subject", "alice",
+                                      "list", "--json"], catch_exceptions=False)
+    assert listed.exit_code == 0
+    assert [m["subject"] for m in json.loads(listed.stdout)] == ["alice"]
+    refused = CliRunner().invoke(cli, ["--dsn", fresh_db, "--as-subject", "alice",
+                                       "add", "planted", "--subject", "bob"])
+    assert refused.exit_code == 1 and "error:" in refused.stderr
+    assert rows(fresh_db) == 2

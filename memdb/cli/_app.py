@@ -42,15 +42,15 @@ class Group(click.Group):
 class State:
     """The global options, and the store opened on first use (closed when the command ends)."""
 
-    def __init__(self, dsn: str | None, tenant: str) -> None:
-        self.dsn, self.tenant = dsn, tenant
+    def __init__(self, dsn: str | None, tenant: str, subject: str | None = None) -> None:
+        self.dsn, self.tenant, self.subject = dsn, tenant, subject
         self._store: MemoryStore | None = None
         self.opened_ms = 0.0
 
     def store(self) -> MemoryStore:
         if self._store is None:
             start = time.perf_counter()
-            self._store = MemoryStore(self.dsn, tenant=self.tenant)
+            self._store = MemoryStore(self.dsn, tenant=self.tenant, subject=self.subject)
             self.opened_ms = (time.perf_counter() - start) * 1000
         return self._store
 
@@ -88,11 +88,14 @@ def options(*specs: tuple[Sequence[str], dict[str, Any]]) -> Callable[..., Any]:
                    "(in $MEMDB_HOME or the per-user data folder).")
 @click.option("--tenant", default="default", show_default=True,
               help="The tenant (isolation boundary) every command works in.")
+@click.option("--as-subject", "as_subject", metavar="SUBJECT",
+              help="Subject isolation: see and write only this subject's memories "
+                   "(row-level security; other subjects' writes are refused).")
 @click.version_option(package_name="memdb")
 @click.pass_context
-def cli(ctx: click.Context, dsn: str | None, tenant: str) -> None:
+def cli(ctx: click.Context, dsn: str | None, tenant: str, as_subject: str | None) -> None:
     """memdb: Postgres-native long-term memory for AI agents."""
-    state = State(dsn or None, tenant)
+    state = State(dsn or None, tenant, as_subject)
     ctx.obj = state
     ctx.call_on_close(state.close)
 
