@@ -8,7 +8,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSVECTOR, UUID
 
 __all__ = ["metadata", "embedding_spaces", "memories", "memory_history", "bm25_terms", "bm25_stats",
-           "memory_usage"]
+           "memory_usage", "review_queue", "sediment_runs", "retrieval_traces"]
 
 metadata = sa.MetaData(schema="memdb")
 TS = sa.TIMESTAMP(timezone=True)
@@ -61,6 +61,7 @@ memories = sa.Table(
               sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
     sa.Column("doc_len", sa.Integer, nullable=False),  # revision 0002
     sa.Column("status", sa.Text, nullable=False),  # revision 0004
+    sa.Column("tag_version", sa.Integer),  # revision 0006
     sa.Index("memories_dedup_key", "tenant", "subject", "scope", "project_id", "session_id",
              "content_hash", unique=True, postgresql_where=sa.text("valid_to IS NULL"),
              postgresql_nulls_not_distinct=True),
@@ -158,4 +159,30 @@ sediment_runs = sa.Table(
     sa.Column("source_hash", BYTEA, primary_key=True),
     sa.Column("written", JSONB, nullable=False),
     sa.Column("created_at", TS, nullable=False),
+)
+
+# revision 0006: one row per planned search (MemoryStore.recall)
+retrieval_traces = sa.Table(
+    "retrieval_traces", metadata,
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("query", sa.Text, nullable=False),
+    sa.Column("intent", sa.Text, nullable=False),
+    sa.Column("plan_source", sa.Text, nullable=False),
+    sa.Column("fallback", sa.Boolean, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("reasons", ARRAY(sa.Text), nullable=False),
+    sa.Column("categories", ARRAY(sa.Text), nullable=False),
+    sa.Column("plan", JSONB, nullable=False),
+    sa.Column("candidates", JSONB, nullable=False),
+    sa.Column("chosen_ids", ARRAY(UUID(as_uuid=True)), nullable=False),
+    sa.Column("result_subjects", ARRAY(sa.Text), nullable=False),
+    sa.Column("k", sa.Integer, nullable=False),
+    sa.Column("latency_ms", sa.REAL, nullable=False),
+    sa.Column("timings", JSONB, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Index("retrieval_traces_created_idx", "tenant", "created_at"),
+    sa.Index("retrieval_traces_subject_idx", "tenant", "subject"),
+    sa.Index("retrieval_traces_result_subjects_idx", "result_subjects", postgresql_using="gin"),
 )
