@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
+from .classify import category_fields
 from .connection import Database
 from .embeddings import Embedder, check_vector, embedder_from_env
 from .errors import DatabaseError, InvalidInput, NotFound, NotMigrated
@@ -39,6 +40,7 @@ from .models import (
     SearchHit,
     SourceType,
 )
+from .recall import RecallMixin
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 
 __all__ = ["MemoryStore", "MemoryInput"]
@@ -66,7 +68,7 @@ class MemoryInput:
     content: str
     subject: str | None = None  # None: the store's subject (subject isolation), else "default"
     kind: Kind | str = Kind.SEMANTIC
-    category: Category | str = Category.GENERAL
+    category: Category | str | None = None  # None: classified from the content (memdb.classify)
     scope: Scope | str = Scope.USER
     agent: str | None = None
     project_id: str | None = None
@@ -99,7 +101,7 @@ class MemoryInput:
             "content": v.content(self.content),
             "subject": None if self.subject is None else v.name(self.subject, "subject"),
             "kind": v.choice(self.kind, Kind, "kind").value,
-            "category": v.choice(self.category, Category, "category").value,
+            **category_fields(self.content, self.metadata, self.category),
             "scope": scope.value,
             "agent": v.optional_name(self.agent, "agent"),
             "project_id": project_id,
@@ -155,7 +157,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore:
+class MemoryStore(RecallMixin):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.

@@ -3,7 +3,8 @@
 -- Adds a batch of memories in one statement. p_items is a JSON array of objects with the
 -- memories columns (content required; tenant, subject, agent, scope, project_id, session_id,
 -- kind, category, uri, search_context, norm_key, importance, confidence, source_type,
--- source_id, created_by, metadata, tags, created_at, expires_at or ttl_seconds optional). p_embeddings[i]
+-- source_id, created_by, metadata, tags, created_at, expires_at or ttl_seconds, tag_version
+-- (the classification rules' version when the category was classified) optional). p_embeddings[i]
 -- is item i's vector (or NULL) in space p_space_id.
 -- Dedup: content whose normal form (memdb.normalize_text) already has a current row in the
 -- same scope (tenant, subject, scope, project_id, session_id) does not make a second row:
@@ -28,6 +29,7 @@ AS $$
                r.item ->> 'session_id' AS session_id,
                coalesce(r.item ->> 'kind', 'semantic') AS kind,
                coalesce(r.item ->> 'category', 'general') AS category,
+               (r.item ->> 'tag_version')::integer AS tag_version,
                r.item ->> 'uri' AS uri,
                r.item ->> 'content' AS content,
                r.item ->> 'search_context' AS search_context,
@@ -57,13 +59,13 @@ AS $$
             id, tenant, subject, agent, scope, project_id, session_id, kind, category, uri,
             content, search_context, content_hash, norm_key, space_id, embedding, tsv,
             importance, confidence, source_type, source_id, created_by, metadata, tags,
-            created_at, valid_from, expires_at)
+            created_at, valid_from, expires_at, tag_version)
         SELECT f.new_id, f.tenant, f.subject, f.agent, f.scope, f.project_id, f.session_id,
                f.kind, f.category, coalesce(f.uri, memdb.uri_for(f.subject, f.category, f.new_id)),
                f.content, f.search_context, f.content_hash, f.norm_key,
                CASE WHEN f.embedding IS NULL THEN NULL ELSE p_space_id END, f.embedding,
                ''::tsvector, f.importance, f.confidence, f.source_type, f.source_id,
-               f.created_by, f.metadata, f.tags, f.created_at, f.created_at, f.expires_at
+               f.created_by, f.metadata, f.tags, f.created_at, f.created_at, f.expires_at, f.tag_version
         FROM firsts f
         -- rows are inserted (and their dedup keys locked) in key order, not input order, so
         -- concurrent batches that overlap in different orders queue instead of deadlocking

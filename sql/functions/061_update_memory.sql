@@ -6,7 +6,8 @@
 -- (replaced), expires_at (JSON null clears it) or ttl_seconds (expires that long from now,
 -- by the server's clock). A new content with no new embedding leaves
 -- the memory without one (the old vector described the old text). The version increments
--- and a history row is written by triggers.
+-- and a history row is written by triggers. A new category is an explicit one: the
+-- classification's tag_version is cleared.
 CREATE OR REPLACE FUNCTION memdb.update_memory(p_tenant text, p_id uuid, p_changes jsonb,
                                                p_embedding vector DEFAULT NULL,
                                                p_space_id integer DEFAULT NULL)
@@ -32,6 +33,7 @@ BEGIN
         search_context = CASE WHEN p_changes ? 'search_context' THEN p_changes ->> 'search_context' ELSE m.search_context END,
         kind           = CASE WHEN p_changes ? 'kind' THEN p_changes ->> 'kind' ELSE m.kind END,
         category       = CASE WHEN p_changes ? 'category' THEN p_changes ->> 'category' ELSE m.category END,
+        tag_version    = CASE WHEN p_changes ? 'category' THEN NULL ELSE m.tag_version END,
         agent          = CASE WHEN p_changes ? 'agent' THEN p_changes ->> 'agent' ELSE m.agent END,
         norm_key       = CASE WHEN p_changes ? 'norm_key' THEN p_changes ->> 'norm_key' ELSE m.norm_key END,
         importance     = CASE WHEN p_changes ? 'importance' THEN (p_changes ->> 'importance')::real ELSE m.importance END,
