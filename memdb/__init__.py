@@ -18,12 +18,15 @@ from .errors import (
 )
 from .filters import Filter
 from .models import AddResult, Category, HistoryEntry, Kind, Memory, Scope, SearchHit, SourceType
+from .planner import Planner, QueryPlan, TypedQuery
+from .recall import RecallResults, RecallStatus
 from .store import MemoryInput, MemoryStore
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MemoryStore", "MemoryInput", "Filter",
+    "QueryPlan", "TypedQuery", "Planner", "RecallResults", "RecallStatus",
     "Memory", "AddResult", "SearchHit", "HistoryEntry",
     "Kind", "Category", "Scope", "SourceType",
     "Embedder", "LocalEmbedder", "OpenAIEmbedder",

@@ -1,0 +1,367 @@
+"""Planned retrieval on :class:`~memdb.MemoryStore`: ``recall`` (plan → search in the plan's
+categories → status → trace), traces, their statistics, retention and erasure, and the
+classification backfill. A mixin, so the store's own module stays small.
+
+``store.recall(query, k)`` asks the planner where to look (:mod:`memdb.planner`), embeds the
+query and the plan's texts in one batch, and makes one round trip to ``memdb.search_planned``
+(each typed query inside its categories, weighted RRF, hotness except on ``system``, the
+all-categories fallback when a route finds nothing or fails). The results carry a status:
+
+* ``ok``: the plan ran as planned and found memories;
+* ``no_relevant_memory``: every route ran without error (the fallback across all categories
+  included) and nothing matched;
+* ``degraded``: something did not go as planned (``reasons``: ``fallback``, ``route_error:qN``,
+  ``planner_timeout``, ``planner_invalid``, ``planner_error``, ``search_timeout``,
+  ``search_error``), whether or not memories were found, so an agent can say "I could not
+  look properly" rather than "you never told me".
+
+A trace row is written in the same transaction (``trace=False`` or ``store.trace_recall =
+False`` turns it off) with the redacted query (:mod:`memdb.redact`).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import time
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from . import _sql
+from . import _validate as v
+from .classify import TAG_VERSION, classify
+from .embeddings import check_vector
+from .errors import DatabaseError, DatabaseUnavailable, InvalidInput, NotFound
+from .filters import Filter
+from .models import Memory, SearchHit
+from .planner import Planner, QueryPlan
+from .redact import redact
+from .search import DEFAULT_OPTIONS, SearchOptions, SearchResults
+
+__all__ = ["RecallMixin", "RecallResults", "RecallStatus", "RECALL_OPTIONS", "DEFAULT_BACKSTOP"]
+
+# recall starts from the tuned search options plus hotness (never applied to 'system')
+RECALL_OPTIONS = DEFAULT_OPTIONS.replace(hotness_weight=0.3)
+# weight of the all-categories route that always runs beside the scoped ones (0 = only as
+# the fallback); chosen on the labeled set and LoCoMo (benchmarks/eval_intent.py)
+DEFAULT_BACKSTOP = 0.5
+_MAX_K = 1000
+
+
+class RecallStatus(enum.StrEnum):
+    """What a recall can tell an agent about its own result."""
+
+    OK = "ok"
+    NO_RELEVANT_MEMORY = "no_relevant_memory"
+    DEGRADED = "degraded"
+
+
+class RecallResults(SearchResults):
+    """Ranked SearchHits of a planned recall, with ``status``, ``reasons``, the ``plan``,
+    whether the all-categories ``fallback`` ran, the ``trace_id`` and ``timings`` (ms)."""
+
+    status: RecallStatus = RecallStatus.NO_RELEVANT_MEMORY
+    reasons: tuple[str, ...] = ()
+    plan: QueryPlan | None = None
+    fallback: bool = False
+    trace_id: UUID | None = None
+    timings: dict[str, float] | None = None
+    notes: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status.value, "reasons": list(self.reasons),
+                "fallback": self.fallback,
+                "trace_id": None if self.trace_id is None else str(self.trace_id),
+                "plan": None if self.plan is None else self.plan.to_json(),
+                "timings": self.timings, "notes": self.notes,
+                "hits": [h.to_dict() for h in self]}
+
+
+def _status(found: bool, reasons: list[str]) -> RecallStatus:
+    hard = [r for r in reasons if r != "fallback"]
+    if not found:
+        return RecallStatus.DEGRADED if hard else RecallStatus.NO_RELEVANT_MEMORY
+    return RecallStatus.DEGRADED if reasons else RecallStatus.OK
+
+
+class RecallMixin:
+    """Planned retrieval and traces for MemoryStore (see the module docstring)."""
+
+    trace_recall: bool = True
+    trace_retention_days: float = float(os.environ.get("MEMDB_TRACE_RETENTION_DAYS", "30"))
+    recall_timeout_ms: int | None = 5000
+    _planner: Planner | None = None
+
+    # provided by MemoryStore
+    tenant: str
+    subject: str | None
+
+    @property
+    def planner(self) -> Planner:
+        """The query planner (default: :meth:`Planner.from_env`); assignable."""
+        if self._planner is None:
+            self._planner = Planner.from_env()
+        return self._planner
+
+    @planner.setter
+    def planner(self, value: Planner) -> None:
+        self._planner = value
+
+    def plan(self, query: str) -> QueryPlan:
+        """The plan ``recall`` would run for ``query`` (nothing is searched)."""
+        return self.planner.plan(query)
+
+    # -- recall ----------------------------------------------------------------------------
+    def recall(self, query: str, k: int = 10, filter: Filter | dict[str, Any] | None = None, *,
+               plan: QueryPlan | dict[str, Any] | str | None = None,
+               options: SearchOptions | None = None, hotness: float | None = None,
+               backstop: float | None = None, embedding: Any = None, trace: bool | None = None,
+               timeout_ms: int | None = None, **conditions: Any) -> RecallResults:
+        """Planned, directory-scoped search; see the module docstring.
+
+        plan: a QueryPlan (or its JSON) to run instead of planning; options: over
+        :data:`RECALL_OPTIONS`; hotness: its weight (0 = off); backstop: weight of the
+        all-categories route (default :data:`DEFAULT_BACKSTOP`); embedding: the query's
+        precomputed vector; timeout_ms: statement timeout of the planned search (then a flat
+        search is run instead and the status is degraded).
+        """
+        started = time.perf_counter()
+        if not isinstance(query, str):
+            raise InvalidInput("query must be a string")
+        v.positive_int(k, "k", _MAX_K)
+        flt = Filter.of(filter, **conditions).to_json()
+        opts = (options.over(RECALL_OPTIONS) if options else RECALL_OPTIONS).replace(
+            hotness_weight=hotness)
+        options_json = opts.to_json()
+        options_json.pop("mmr_lambda", None)
+        options_json.pop("mmr_candidates", None)
+        backstop = DEFAULT_BACKSTOP if backstop is None else backstop
+        if isinstance(backstop, bool) or not isinstance(backstop, (int, float)) \
+                or not 0 <= backstop <= 1:
+            raise InvalidInput("backstop must be a number in [0, 1]")
+        if not query.strip():
+            out = RecallResults()
+            out.timings = {"total_ms": 0.0}
+            return out
+        v.optional_text(query, "query")
+        t0 = time.perf_counter()
+        if plan is None:
+            the_plan = self.planner.plan(query)
+        elif isinstance(plan, QueryPlan):
+            the_plan = plan
+        else:
+            the_plan = QueryPlan.from_json(plan)
+        plan_ms = (time.perf_counter() - t0) * 1000
+        reasons: list[str] = []
+        if the_plan.fallback:
+            reasons.append(the_plan.reason or "planner_error")
+
+        t0 = time.perf_counter()
+        texts = [query] + [q.text for q in the_plan.queries]
+        vectors: dict[str, Any] = {}
+        use_vector = "vector" in options_json.get("routes", ["vector"])
+        if use_vector:
+            dims = self.embedder.dims  # type: ignore[attr-defined]
+            if embedding is not None:
+                vectors[query] = check_vector(embedding, dims)
+            missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+            if missing:
+                for t, vec in zip(missing, self.embedder.embed_queries(missing),  # type: ignore[attr-defined]
+                                  strict=True):
+                    vectors[t] = vec
+        embeddings = [vectors[t] for t in texts] if use_vector else None
+        embed_ms = (time.perf_counter() - t0) * 1000
+
+        want_trace = self.trace_recall if trace is None else trace
+        fetch = min(_MAX_K, k + 10) if want_trace else k
+        params = {"tenant": self.tenant,
+                  "plan": Jsonb({"query": query,
+                                 "queries": [q.to_json() for q in the_plan.queries]}),
+                  "embeddings": embeddings, "k": fetch, "filter": Jsonb(flt),
+                  "options": Jsonb({**options_json, "backstop_weight": float(backstop)})}
+        timeout = self.recall_timeout_ms if timeout_ms is None else timeout_ms
+        t0 = time.perf_counter()
+        out = RecallResults()
+        try:
+            with self._transaction() as conn:  # type: ignore[attr-defined]
+                if timeout:
+                    conn.execute(_sql.query("statement_timeout"), {"ms": str(int(timeout))})
+                rows = conn.execute(_sql.query("search_planned"), params).fetchall()
+                db_ms = (time.perf_counter() - t0) * 1000
+                notes = rows[0]["notes"] if rows and rows[0]["rank"] == 0 else {}
+                hits = [r for r in rows if r["rank"] != 0]
+                for note in notes.get("routes", []):
+                    if note.get("error"):
+                        reasons.append(f"route_error:{note['route']}")
+                fallback = bool(notes.get("fallback"))
+                if fallback:
+                    reasons.append("fallback")
+                out.extend(SearchHit(memory=Memory.from_row(r), score=float(r["score"]),
+                                     rank=int(r["rank"]),
+                                     details={"fused": r["fused"], "multiplier": r["multiplier"],
+                                              "routes": r["routes"]})
+                           for r in hits[:k])
+                self._finish(out, the_plan, reasons, fallback, notes,
+                             {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started)
+                if want_trace:
+                    out.trace_id = self._write_trace(conn, query, k, flt, out, hits)
+            return out
+        except DatabaseError as exc:
+            state = getattr(exc.__cause__, "sqlstate", None)
+            if state != "57014" and isinstance(exc, DatabaseUnavailable):
+                raise
+            reasons.append("search_timeout" if state == "57014" else "search_error")
+        # the planned search failed as a whole: a flat search across all categories instead
+        flat_options = {key: val for key, val in options_json.items()}
+        t0 = time.perf_counter()
+        flat = self._search(query, embeddings[0] if embeddings else None, k, flt,  # type: ignore[attr-defined]
+                            flat_options, False, 0.0)
+        db_ms = (time.perf_counter() - t0) * 1000
+        out = RecallResults(flat)
+        reasons.append("fallback")
+        self._finish(out, the_plan, reasons, True, {"routes": [], "fallback": True},
+                     {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started)
+        if want_trace:
+            with self._transaction() as conn:  # type: ignore[attr-defined]
+                out.trace_id = self._write_trace(conn, query, k, flt, out, None)
+        return out
+
+    @staticmethod
+    def _finish(out: RecallResults, plan: QueryPlan, reasons: list[str], fallback: bool,
+                notes: dict[str, Any], timings: dict[str, float], started: float) -> None:
+        out.plan, out.fallback, out.notes = plan, fallback, notes
+        out.reasons = tuple(dict.fromkeys(reasons))
+        out.status = _status(bool(out), list(out.reasons))
+        out.timings = {key: round(val, 3) for key, val in timings.items()}
+        out.timings["total_ms"] = round((time.perf_counter() - started) * 1000, 3)
+
+    def _trace_subject(self, flt: dict[str, Any]) -> str:
+        if self.subject:
+            return self.subject
+        s = flt.get("subject")
+        if isinstance(s, str):
+            return s
+        if isinstance(s, list) and len(s) == 1:
+            return str(s[0])
+        return "*"
+
+    def _write_trace(self, conn: Any, query: str, k: int, flt: dict[str, Any],
+                     out: RecallResults, rows: list[dict[str, Any]] | None) -> UUID:
+        plan = out.plan
+        assert plan is not None
+        if rows is None:
+            candidates = [{"id": str(h.memory.id), "score": h.score,
+                           "category": h.memory.category.value,
+                           "routes": {"flat": {key: h.details.get(key) for key in
+                                               ("vector_rank", "bm25_rank", "exact_rank")}}}
+                          for h in out]
+        else:
+            candidates = [{"id": str(r["id"]), "score": r["score"], "category": r["category"],
+                           "routes": r["routes"]} for r in rows]
+        plan_json = plan.to_json()
+        plan_json["query"] = redact(plan.query)
+        for q in plan_json["queries"]:
+            q["text"] = redact(q["text"])
+        return conn.execute(_sql.query("insert_trace"), {
+            "tenant": self.tenant, "subject": self._trace_subject(flt), "query": redact(query),
+            "intent": plan.intent, "plan_source": plan.source, "fallback": out.fallback,
+            "status": out.status.value, "reasons": list(out.reasons),
+            "categories": list(plan.categories), "plan": Jsonb(plan_json),
+            "candidates": Jsonb(candidates), "chosen_ids": [h.memory.id for h in out],
+            "result_subjects": sorted({h.memory.subject for h in out}), "k": k,
+            "latency_ms": (out.timings or {}).get("total_ms", 0.0),
+            "timings": Jsonb(out.timings or {}),
+        }).fetchone()["id"]
+
+    # -- traces ----------------------------------------------------------------------------
+    def traces(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest traces (summaries), newest first."""
+        v.positive_int(limit, "limit", 10_000)
+        with self._transaction() as conn:  # type: ignore[attr-defined]
+            return [dict(r) for r in conn.execute(_sql.query("list_traces"),
+                                                  {"tenant": self.tenant, "limit": limit})]
+
+    def trace(self, trace_id: UUID | str) -> dict[str, Any]:
+        """One trace with its plan, candidates and chosen ids; NotFound otherwise."""
+        try:
+            tid = trace_id if isinstance(trace_id, UUID) else UUID(str(trace_id))
+        except ValueError:
+            raise InvalidInput(f"not a trace id (UUID): {trace_id!r}") from None
+        with self._transaction() as conn:  # type: ignore[attr-defined]
+            row = conn.execute(_sql.query("get_trace"),
+                               {"tenant": self.tenant, "id": tid}).fetchone()
+        if row is None:
+            raise NotFound(f"no trace {tid}")
+        return dict(row)
+
+    def trace_stats(self, since: datetime | timedelta | None = None) -> dict[str, Any]:
+        """Empty-result, fallback and degraded rates, p50/p95 latency and the intent
+        distribution of the kept traces (since a time, or for the last timedelta)."""
+        if isinstance(since, timedelta):
+            since = datetime.now().astimezone() - since
+        with self._transaction() as conn:  # type: ignore[attr-defined]
+            return conn.execute(_sql.query("trace_stats"),
+                                {"tenant": self.tenant, "since": since}).fetchone()["stats"]
+
+    def purge_traces(self, older_than_days: float | None = None) -> int:
+        """Delete traces older than the retention period (default
+        ``trace_retention_days``, 30, or $MEMDB_TRACE_RETENTION_DAYS); returns how many."""
+        days = self.trace_retention_days if older_than_days is None else older_than_days
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
+            raise InvalidInput("older_than_days must be a number >= 0")
+        with self._transaction() as conn:  # type: ignore[attr-defined]
+            return int(conn.execute(_sql.query("purge_traces"), {
+                "tenant": self.tenant, "older_than": timedelta(days=days)}).fetchone()["purged"])
+
+    def erase_traces(self, subject: str) -> int:
+        """Erasure with the subject: delete every trace that searched or returned the
+        subject's memories; returns how many."""
+        with self._transaction() as conn:  # type: ignore[attr-defined]
+            return int(conn.execute(_sql.query("erase_traces"), {
+                "tenant": self.tenant, "subject": v.name(subject, "subject")}).fetchone()["erased"])
+
+    # -- classification backfill -----------------------------------------------------------
+    def reclassify(self, *, dry_run: bool = True, batch_size: int = 500,
+                   sample: int = 10) -> dict[str, Any]:
+        """Re-classify current memories classified by older rules (tag_version below
+        :data:`memdb.classify.TAG_VERSION`) and unclassified ones still in ``general``;
+        explicit categories are left alone. Reports ``scanned``, ``moves`` (how many would
+        move / moved, per ``from->to``), ``unchanged`` (only their tag_version is set) and a
+        ``sample`` of moves; writes only when ``dry_run`` is False, batch by batch."""
+        v.positive_int(batch_size, "batch_size", 100_000)
+        after = UUID(int=0)
+        report: dict[str, Any] = {"dry_run": dry_run, "tag_version": TAG_VERSION, "scanned": 0,
+                                  "moved": 0, "unchanged": 0, "moves": {}, "sample": []}
+        while True:
+            with self._transaction() as conn:  # type: ignore[attr-defined]
+                rows = conn.execute(_sql.query("classification_batch"), {
+                    "tenant": self.tenant, "after": after, "version": TAG_VERSION,
+                    "limit": batch_size}).fetchall()
+                if not rows:
+                    break
+                after = rows[-1]["id"]
+                moves = []
+                for r in rows:
+                    found = classify(r["content"], r["metadata"])
+                    moves.append({"id": str(r["id"]), "category": found.category.value,
+                                  "tag_version": found.tag_version})
+                    if found.category.value != r["category"]:
+                        key = f"{r['category']}->{found.category.value}"
+                        report["moves"][key] = report["moves"].get(key, 0) + 1
+                        report["moved"] += 1
+                        if len(report["sample"]) < sample:
+                            report["sample"].append({"id": str(r["id"]), "from": r["category"],
+                                                     "to": found.category.value,
+                                                     "rule": found.rule,
+                                                     "content": r["content"][:80]})
+                    else:
+                        report["unchanged"] += 1
+                report["scanned"] += len(rows)
+                if not dry_run:
+                    self._begin(conn, "reclassify")  # type: ignore[attr-defined]
+                    conn.execute(_sql.query("reclassify"), {"tenant": self.tenant,
+                                                            "moves": Jsonb(moves)})
+        return report
