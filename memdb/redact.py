@@ -28,10 +28,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("secret", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s@/]+@")),
     ("email", re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")),
     ("id_number", re.compile(r"(?<!\d)\d{17}[\dXx](?!\d)")),
-    ("card", re.compile(r"(?<!\d)(?:\d[ -]?){13,19}(?!\d)")),
     ("phone", re.compile(r"(?<![\d\w])(?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4}(?!\d)")),
     ("phone", re.compile(r"(?<![\d\w])\+?\d{1,3}?[ .-]?\(?\d{2,4}\)?[ .-]\d{3,4}[ .-]"
                          r"\d{3,4}(?!\d)")),
+    ("card", re.compile(r"(?<!\d)(?:\d[ -]?){13,19}(?!\d)")),
     ("secret", re.compile(r"\b[A-Fa-f0-9]{32,}\b|\b[A-Za-z0-9+/_-]{40,}={0,2}")),
 )
 
