@@ -33,8 +33,8 @@ def migrate(as_json: bool) -> None:
                      "help": "Whose memory it is (a user or an agent)."}),
     (["--kind"], {"default": "semantic", "show_default": True,
                   "help": f"One of: {values(Kind)}."}),
-    (["--category"], {"default": "general", "show_default": True,
-                      "help": f"One of: {values(Category)}."}),
+    (["--category"], {"help": f"One of: {values(Category)}. Default: classified from "
+                              "the text (memdb.classify)."}),
     (["--scope"], {"default": "user", "show_default": True, "help": f"One of: {values(Scope)}."}),
     (["--agent"], {"help": "The agent that wrote the memory."}),
     (["--project-id"], {"help": "Project id (needed with --scope project)."}),

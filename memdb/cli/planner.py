@@ -1,0 +1,178 @@
+"""Planned retrieval on the command line: ``memdb plan``, ``recall``, ``trace``, ``stats`` and
+``classify``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from ..demo import summarize_hit
+from ..errors import InvalidInput
+from ._app import cli, emit_json, json_option, store
+from ._format import print_hits, short, table
+from ._shared import filter_args, filter_options
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    flags = [f"source={plan['source']}"]
+    if plan["fallback"]:
+        flags.append(f"fallback ({plan['reason']})")
+    if plan["ambiguous"]:
+        flags.append("ambiguous")
+    click.echo(f"intent {plan['intent']}  " + "  ".join(flags))
+    for n, q in enumerate(plan["queries"], start=1):
+        cats = ",".join(q["categories"]) or "(all)"
+        click.echo(f"  q{n}  {q['strategy']:<11} w={q['weight']:<4} in {cats:<30} {q['text']}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--heuristic", is_flag=True, help="Never ask the LLM (heuristic plan only).")
+@json_option
+def plan(query: str, heuristic: bool, as_json: bool) -> None:
+    """Show the plan QUERY gets: intent, typed queries (categories, strategy, weight), source.
+
+    Nothing is searched. The LLM is asked only for ambiguous queries, and only when
+    MEMDB_LLM_MODEL is set.
+    """
+    from ..planner import heuristic_plan
+
+    if not query.strip():
+        raise InvalidInput("query must not be blank")
+    the_plan = heuristic_plan(query) if heuristic else store().plan(query)
+    if as_json:
+        emit_json(the_plan.to_json())
+    else:
+        _print_plan(the_plan.to_json())
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--k", "k", type=int, default=10, show_default=True,
+              help="How many hits to return.")
+@filter_options
+@click.option("--hotness", type=float, help="Hotness weight, 0 to 1 (default 0.3; 0 = off).")
+@click.option("--backstop", type=float,
+              help="Weight of the all-categories route beside the scoped ones (default 0.5).")
+@click.option("--no-trace", is_flag=True, help="Do not write a retrieval trace.")
+@json_option
+def recall(query: str, k: int, hotness: float | None, backstop: float | None, no_trace: bool,
+           as_json: bool, **filters: Any) -> None:
+    """Planned search: decide where to look, search there, never silently miss.
+
+    Prints the status (ok, no_relevant_memory, degraded and why), the plan and the hits.
+    """
+    res = store().recall(query, k=k, hotness=hotness, backstop=backstop,
+                         trace=False if no_trace else None, **filter_args(filters))
+    if as_json:
+        emit_json({"query": query, **res.to_dict()})
+        return
+    reasons = f" ({', '.join(res.reasons)})" if res.reasons else ""
+    click.echo(f"status {res.status.value}{reasons}  trace {res.trace_id or '-'}")
+    if res.plan is not None:
+        _print_plan(res.plan.to_json())
+    if res:
+        print_hits([summarize_hit(h) | {"routes": {r: v.get("rank") for r, v in
+                                                    (h.details.get("routes") or {}).items()}}
+                    for h in res], with_id=True)
+    else:
+        click.echo("no memories match", err=True)
+
+
+@cli.command()
+@click.argument("trace_id", metavar="[ID]", required=False)
+@click.option("--limit", type=int, default=20, show_default=True, help="How many to list.")
+@click.option("--purge", is_flag=True,
+              help="Delete traces older than the retention period (--days).")
+@click.option("--days", type=float, help="Retention in days for --purge (default 30, or "
+                                         "$MEMDB_TRACE_RETENTION_DAYS).")
+@click.option("--erase-subject", metavar="SUBJECT",
+              help="Delete every trace that searched or returned SUBJECT's memories.")
+@json_option
+def trace(trace_id: str | None, limit: int, purge: bool, days: float | None,
+          erase_subject: str | None, as_json: bool) -> None:
+    """List retrieval traces (newest first), or show the one with ID: the redacted query,
+    plan, candidates with their per-route ranks, chosen ids and latency."""
+    s = store()
+    if purge or erase_subject:
+        out: dict[str, int] = {}
+        if purge:
+            out["purged"] = s.purge_traces(days)
+        if erase_subject:
+            out["erased"] = s.erase_traces(erase_subject)
+        if as_json:
+            emit_json(out)
+        else:
+            click.echo(", ".join(f"{k} {v}" for k, v in out.items()))
+        return
+    if trace_id:
+        t = s.trace(trace_id)
+        if as_json:
+            emit_json(t)
+            return
+        for key in ("id", "created_at", "subject", "query", "intent", "plan_source", "status",
+                    "reasons", "fallback", "categories", "k", "latency_ms", "timings"):
+            click.echo(f"{key:<12} {t[key]}")
+        _print_plan(t["plan"] | {"ambiguous": t["plan"].get("ambiguous", False)})
+        click.echo("candidates:")
+        chosen = set(t["chosen_ids"])
+        for c in t["candidates"]:
+            mark = "*" if c["id"] in {str(x) for x in chosen} else " "
+            routes = " ".join(f"{r}:{v.get('rank')}" for r, v in (c["routes"] or {}).items())
+            click.echo(f" {mark} {c['id']}  {c['score']:.4f}  {c['category']:<11} {routes}")
+        return
+    rows = s.traces(limit)
+    if as_json:
+        emit_json(rows)
+        return
+    table(["id", "when", "status", "intent", "source", "fb", "n", "ms", "query"],
+          [[str(r["id"]), r["created_at"].strftime("%m-%d %H:%M:%S"), r["status"], r["intent"],
+            r["plan_source"], "y" if r["fallback"] else "-", str(r["results"]),
+            f"{r['latency_ms']:.0f}", short(r["query"], 60)] for r in rows])
+
+
+@cli.command()
+@click.option("--hours", type=float, help="Only the traces of the last HOURS hours.")
+@json_option
+def stats(hours: float | None, as_json: bool) -> None:
+    """Health of planned retrieval from the traces: empty-result, fallback and degraded rates,
+    p50/p95 latency, intent distribution."""
+    result = store().trace_stats(timedelta(hours=hours) if hours else None)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"searches {result['searches']}")
+    for key in ("empty_rate", "fallback_rate", "degraded_rate", "llm_plan_rate"):
+        click.echo(f"{key:<14} {100 * float(result[key] or 0):.1f}%")
+    for key in ("p50_ms", "p95_ms"):
+        value = result[key]
+        click.echo(f"{key:<14} {'-' if value is None else f'{value:.1f}'}")
+    click.echo("intents        " + ", ".join(f"{k} {v}" for k, v in sorted(
+        result["intents"].items(), key=lambda kv: -kv[1])))
+
+
+@cli.command()
+@click.option("--backfill", is_flag=True, required=True,
+              help="Re-classify existing memories (classified by older rules, or never).")
+@click.option("--dry-run", is_flag=True, help="Only report what would move.")
+@click.option("--batch-size", type=int, default=500, show_default=True)
+@json_option
+def classify(backfill: bool, dry_run: bool, batch_size: int, as_json: bool) -> None:
+    """Re-classify memories with the current rules (memdb.classify.TAG_VERSION).
+
+    Explicitly categorized memories are left alone. --dry-run reports how many would move
+    (per from->to) and a sample, writing nothing.
+    """
+    report = store().reclassify(dry_run=dry_run, batch_size=batch_size)
+    if as_json:
+        emit_json(report)
+        return
+    verb = "would move" if dry_run else "moved"
+    click.echo(f"scanned {report['scanned']}, {verb} {report['moved']}, "
+               f"unchanged {report['unchanged']} (tag_version {report['tag_version']})")
+    for move, n in sorted(report["moves"].items(), key=lambda kv: -kv[1]):
+        click.echo(f"  {move:<28} {n}")
+    for s in report["sample"]:
+        click.echo(f"  e.g. {s['from']}->{s['to']} [{s['rule']}] {short(s['content'], 60)}")
