@@ -205,7 +205,7 @@ def test_unusable_embeddings(s, sraw):
         {"kind": "long-term"},
         {"kind": "SEMANTIC"},
         {"category": "hobbies"},
-        {"category": None},
+        {"category": ""},  # None means "classify from the content" (memdb.classify)
         {"scope": "team"},
         {"source_type": "rumour"},
         {"source_type": ""},

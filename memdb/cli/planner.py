@@ -55,7 +55,7 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
 @filter_options
 @click.option("--hotness", type=float, help="Hotness weight, 0 to 1 (default 0.3; 0 = off).")
 @click.option("--backstop", type=float,
-              help="Weight of the all-categories route beside the scoped ones (default 0.5).")
+              help="Weight of the all-categories route beside the scoped ones (default 1.0).")
 @click.option("--no-trace", is_flag=True, help="Do not write a retrieval trace.")
 @json_option
 def recall(query: str, k: int, hotness: float | None, backstop: float | None, no_trace: bool,
@@ -157,7 +157,8 @@ def stats(hours: float | None, as_json: bool) -> None:
 @click.option("--backfill", is_flag=True, required=True,
               help="Re-classify existing memories (classified by older rules, or never).")
 @click.option("--dry-run", is_flag=True, help="Only report what would move.")
-@click.option("--batch-size", type=int, default=500, show_default=True)
+@click.option("--batch-size", type=int, default=500, show_default=True,
+              help="Memories re-classified per transaction.")
 @json_option
 def classify(backfill: bool, dry_run: bool, batch_size: int, as_json: bool) -> None:
     """Re-classify memories with the current rules (memdb.classify.TAG_VERSION).
