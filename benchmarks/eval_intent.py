@@ -12,9 +12,10 @@ configuration, same snapshot, same k:
 - ``+planner``: the heuristic intent planner's plan, without hotness;
 - ``+hotness``: the same plus hotness (weight 0.3, never on system) — recall's defaults.
 
-Scoped rows run twice: ``backstop=0`` (strict: the all-categories route only as the fallback
-when a route finds nothing) and ``backstop=0.5`` (the all-categories route always runs beside
-the scoped ones at half weight: recall's default).
+Scoped rows run once per ``--backstops`` weight: 0 is strict (the all-categories route only
+as the fallback when a route finds nothing), 4 is recall's default (the all-categories route
+always runs beside the scoped ones, at four times their weight). ``EVAL_WITH_GENERAL=0/1``
+overrides whether scoped queries also search 'general' (recall's default: yes).
 
 Reports intent accuracy, scope hit (the expected memory's category is among those searched),
 top-1 category hit, recall@5, MRR, empty-result rate, degraded rate and p50/p95 database
@@ -47,6 +48,8 @@ from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.planner import heuristic_plan  # noqa: E402
 
 SUBJECT = "me"
+# EVAL_WITH_GENERAL=0/1 overrides recall's default (memdb.recall.WITH_GENERAL)
+WITH_GENERAL = {"0": False, "1": True}.get(os.environ.get("EVAL_WITH_GENERAL", ""))
 
 
 def load(name: str) -> list[dict]:
@@ -101,7 +104,8 @@ def run(k: int, dsn: str | None, backstops: dict[str, float]) -> dict:
                     kind, hot, backstop = cfg
                     plan = scope_plan(q["query"]) if kind == "scope" else heuristic_plan(q["query"])
                     hits = store.recall(q["query"], k=k, subject=SUBJECT, embedding=vec,
-                                        plan=plan, hotness=hot, backstop=backstop)
+                                        plan=plan, hotness=hot, backstop=backstop,
+                                        with_general=WITH_GENERAL)
                     ms, embed_ms = hits.timings["db_ms"], hits.timings["embed_ms"]
                     status, searched = hits.status.value, plan.categories
                 ranked = [h.memory.id for h in hits]
@@ -174,7 +178,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--dsn", default=os.environ.get("MEMDB_DSN"))
-    parser.add_argument("--backstops", default="0,0.5,1",
+    parser.add_argument("--backstops", default="0,4",
                         help="Comma-separated backstop weights to compare (0 = strict).")
     parser.add_argument("--json", default=str(HERE / "results" / "intent_ablation.json"))
     args = parser.parse_args()

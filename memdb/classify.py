@@ -69,7 +69,7 @@ RULES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
         r"喜欢|偏好|偏爱|爱吃|爱喝|爱看|讨厌|不爱|更愿意|倾向于|最爱|口味|忌口|不吃|不能吃|吃不了|习惯用")),
     (Category.PREFERENCES, "preferences.en", _rx(
         r"\b(prefers?|preferred|preference|likes?|liked|loves?|loved|enjoys?|hates?|dislikes?|"
-        r"favou?rite|rather have|can't stand|fan of|into)\b")),
+        r"favou?rite|rather have|can't stand|fan of)\b")),
     (Category.SKILLS, "skills.zh", _rx(
         r"如何|怎么(做|样|才)|步骤|方法是|做法|流程|教程|技巧|第一步|先.{1,12}然后")),
     (Category.SKILLS, "skills.en", _rx(

@@ -212,7 +212,7 @@ def test_bad_plans_and_options_are_refused(store, seeded):
     with pytest.raises(InvalidInput):
         store.recall("茶", plan={"query": "茶", "intent": "nonsense", "queries": []})
     with pytest.raises(InvalidInput):
-        store.recall("茶", backstop=2)
+        store.recall("茶", backstop=11)
     with store._transaction() as conn, pytest.raises(psycopg.Error):
         conn.execute("SELECT * FROM memdb.search_planned('default', '{\"query\": 1}')")
 
@@ -240,3 +240,34 @@ def test_reclassify_dry_run_then_write(store, raw):
 def test_timedelta_stats_window(store, seeded):
     store.recall("王五喜欢喝什么茶", k=3, subject="wangwu")
     assert store.trace_stats(timedelta(hours=1))["searches"] == 1
+
+
+@pytest.mark.parametrize("backstop", [0.0, None])
+def test_never_empty_when_flat_finds_something(store, seeded, backstop):
+    """Whatever the plan (wrong categories included), a query a flat search answers is never
+    answered with nothing; with the default backstop the flat search's best hit stays in."""
+    queries = ["乌龙茶", "PostgreSQL", "vim", "周报", "keys", "李四", "docker compose",
+               "量子", "the main branch", "不加糖"]
+    for q in queries:
+        flat = store.search(q, k=5, subject="wangwu")
+        for cats in [(), ("general",), ("system",), ("tools", "skills"), ("events",)]:
+            plan = QueryPlan(q, "general_chat", (TypedQuery(q, cats, "bm25", 1.0),))
+            res = store.recall(q, k=5, subject="wangwu", plan=plan, backstop=backstop,
+                               hotness=0, trace=False)
+            assert bool(res) == bool(flat), (q, cats)
+            if flat and backstop is None:
+                assert flat[0].memory.id in {h.memory.id for h in res}, (q, cats)
+
+
+def test_with_general_adds_the_unclassified(store, seeded):
+    g = store.add("乌龙茶 note", subject="wangwu", category="general").id
+    plan = QueryPlan("乌龙茶", "preference_query",
+                     (TypedQuery("乌龙茶", ("preferences",), "bm25", 1.0),))
+    res = store.recall("乌龙茶", k=5, subject="wangwu", plan=plan, backstop=0,
+                       with_general=True)
+    assert res.notes["routes"][0]["categories"] == ["preferences", "general"]
+    assert g in {h.memory.id for h in res}
+    res = store.recall("乌龙茶", k=5, subject="wangwu", plan=plan, backstop=0,
+                       with_general=False)
+    assert res.notes["routes"][0]["categories"] == ["preferences"]
+    assert all("q1" not in h.details["routes"] for h in res if h.memory.id == g)

@@ -55,7 +55,8 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
 @filter_options
 @click.option("--hotness", type=float, help="Hotness weight, 0 to 1 (default 0.3; 0 = off).")
 @click.option("--backstop", type=float,
-              help="Weight of the all-categories route beside the scoped ones (default 1.0).")
+              help="Weight of the all-categories route beside the scoped ones, 0-10 "
+                   "(default 4; 0 = only as the fallback).")
 @click.option("--no-trace", is_flag=True, help="Do not write a retrieval trace.")
 @json_option
 def recall(query: str, k: int, hotness: float | None, backstop: float | None, no_trace: bool,

@@ -7,7 +7,8 @@
 -- "categories", "strategy", "weight"}, ...]}) with the same filter and options as
 -- memdb.search_hybrid:
 --   1. each typed query i runs memdb.search_hybrid inside its categories (the filter's own
---      category list, if any, is intersected with them; an empty list means every category)
+--      category list, if any, is intersected with them; an empty list means every category;
+--      with option with_general, 'general' - not classified anywhere - is searched as well)
 --      with its strategy's route weights: semantic = the options' weights; bm25 = the vector
 --      weight halved; exact_match = the vector weight halved and the exact weight doubled.
 --      Its vector is p_embeddings[i + 1] (p_embeddings[1] when that is NULL or missing);
@@ -21,7 +22,7 @@
 -- The first row (rank 0, id NULL) always carries the notes: per route its categories,
 -- weight, row count and error (if any). Result rows carry, in routes, each route's rank,
 -- fused score and per-method ranks and raw scores. MMR options are ignored here.
--- Extra options: backstop_weight in [0, 1] (default 0).
+-- Extra options: backstop_weight in [0, 10] (default 0); with_general boolean (default false).
 -- Example: SELECT * FROM memdb.search_planned('default',
 --   '{"query": "上次那个项目", "queries": [{"text": "项目", "categories": ["entities", "events"],
 --     "strategy": "bm25", "weight": 1}]}', NULL, 5, '{"subject": "lisi"}',
@@ -41,6 +42,7 @@ DECLARE
     f jsonb := coalesce(p_filter, '{}'::jsonb);
     base jsonb;
     backstop double precision := coalesce((o ->> 'backstop_weight')::double precision, 0);
+    with_general boolean := coalesce((o ->> 'with_general')::boolean, false);
     rrf_k double precision := coalesce((o ->> 'rrf_k')::double precision, 60);
     w_vector double precision := coalesce((o #>> '{weights,vector}')::double precision, 1);
     w_bm25 double precision := coalesce((o #>> '{weights,bm25}')::double precision, 1);
@@ -73,13 +75,13 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jsonb_typeof(o -> 'backstop_weight') IS DISTINCT FROM 'number' AND o ? 'backstop_weight'
-       OR backstop < 0 OR backstop > 1 THEN
-        RAISE EXCEPTION 'option "backstop_weight" must be a number in [0, 1]' USING ERRCODE = 'invalid_parameter_value';
+       OR backstop < 0 OR backstop > 10 THEN
+        RAISE EXCEPTION 'option "backstop_weight" must be a number in [0, 10]' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    base := o - 'backstop_weight' - 'mmr_lambda' - 'mmr_candidates' - 'decay_weight'
+    base := o - 'backstop_weight' - 'with_general' - 'mmr_lambda' - 'mmr_candidates' - 'decay_weight'
               - 'hotness_weight' - 'importance_weight' - 'half_life_days';
     PERFORM memdb.check_filter(f);
-    PERFORM memdb.check_search_options(o - 'backstop_weight');
+    PERFORM memdb.check_search_options(o - 'backstop_weight' - 'with_general');
     IF o -> 'routes' ? 'vector' AND p_embeddings[1] IS NULL THEN
         RAISE EXCEPTION 'the vector route needs a query embedding' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -95,6 +97,9 @@ BEGIN
             RAISE EXCEPTION 'plan query % needs a text', i USING ERRCODE = 'invalid_parameter_value';
         END IF;
         cats := CASE WHEN jsonb_typeof(q -> 'categories') = 'array' THEN q -> 'categories' ELSE '[]'::jsonb END;
+        IF with_general AND jsonb_array_length(cats) > 0 AND NOT cats ? 'general' THEN
+            cats := cats || '["general"]'::jsonb;
+        END IF;
         IF jsonb_array_length(cats) > 0 AND f ? 'category' THEN
             cats := coalesce((SELECT jsonb_agg(c) FROM jsonb_array_elements_text(cats) c
                               WHERE c = ANY (memdb.jtext_array(f -> 'category'))), f -> 'category');
