@@ -53,7 +53,8 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
 @click.option("-k", "--k", "k", type=int, default=10, show_default=True,
               help="How many hits to return.")
 @filter_options
-@click.option("--hotness", type=float, help="Hotness weight, 0 to 1 (default 0.3; 0 = off).")
+@click.option("--hotness", type=float,
+              help="Hotness weight, 0 to 1 (default 0: off); never applied to system.")
 @click.option("--backstop", type=float,
               help="Weight of the all-categories route beside the scoped ones, 0-10 "
                    "(default 4; 0 = only as the fallback).")
