@@ -61,7 +61,7 @@ memories = sa.Table(
               sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
     sa.Column("doc_len", sa.Integer, nullable=False),  # revision 0002
     sa.Column("status", sa.Text, nullable=False),  # revision 0004
-    sa.Column("tag_version", sa.Integer),  # revision 0006
+    sa.Column("tag_version", sa.Integer),  # revision 0008
     sa.Index("memories_dedup_key", "tenant", "subject", "scope", "project_id", "session_id",
              "content_hash", unique=True, postgresql_where=sa.text("valid_to IS NULL"),
              postgresql_nulls_not_distinct=True),
@@ -161,7 +161,7 @@ sediment_runs = sa.Table(
     sa.Column("created_at", TS, nullable=False),
 )
 
-# revision 0006: one row per planned search (MemoryStore.recall)
+# revision 0008: one row per planned search (MemoryStore.recall)
 retrieval_traces = sa.Table(
     "retrieval_traces", metadata,
     sa.Column("id", UUID(as_uuid=True), primary_key=True),

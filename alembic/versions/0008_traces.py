@@ -1,7 +1,7 @@
 """directory-organized retrieval: memories.tag_version, retrieval_traces
 
-Revision ID: 0006
-Revises: 0004 (becomes 0005 when the documents revision is merged on main)
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-11-29
 """
 from __future__ import annotations
@@ -9,14 +9,14 @@ from __future__ import annotations
 from alembic import op
 from memdb.migrations import apply_schema_file
 
-revision = "0006"
-down_revision = "0004"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
 # The frozen DDL this revision applies (sql/schema/) and its sha256.
-SCHEMA_FILE = "0006_traces.sql"
-SCHEMA_SHA256 = "79972ce4887c52337d51fb24fc08fb124180de647dee40a310aa6c37bda06a73"
+SCHEMA_FILE = "0008_traces.sql"
+SCHEMA_SHA256 = "207f74407cbcb4f74b9cd3975378641d388705a2cabb4e8e6590e5b70be3f770"
 
 
 def upgrade() -> None:

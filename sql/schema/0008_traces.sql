@@ -1,4 +1,4 @@
--- memdb schema, revision 0006 (frozen): directory-organized retrieval.
+-- memdb schema, revision 0008 (frozen): directory-organized retrieval.
 --   * memories.tag_version: the version of the keyword rules (memdb.classify.TAG_VERSION) that
 --     chose the memory's category; NULL when the category was given explicitly (or by a type
 --     mapping), or the row predates classification. The backfill re-classifies rows whose
