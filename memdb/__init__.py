@@ -17,6 +17,7 @@ from .errors import (
     UnsupportedServer,
 )
 from .filters import Filter
+from .gate import DEFAULT_POLICY, Decision, TTLDefaults, WritePolicy
 from .models import AddResult, Category, HistoryEntry, Kind, Memory, Scope, SearchHit, SourceType
 from .store import MemoryInput, MemoryStore
 
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MemoryStore", "MemoryInput", "Filter",
+    "WritePolicy", "TTLDefaults", "Decision", "DEFAULT_POLICY",
     "Memory", "AddResult", "SearchHit", "HistoryEntry",
     "Kind", "Category", "Scope", "SourceType",
     "Embedder", "LocalEmbedder", "OpenAIEmbedder",

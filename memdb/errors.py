@@ -52,7 +52,11 @@ class Conflict(MemdbError):
 
 
 class Rejected(MemdbError):
-    """The write gate refused a memory."""
+    """The write gate refused a memory; ``reasons`` says why (``"code: explanation"``)."""
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = tuple(reasons)
 
 
 class MissingDependency(MemdbError, ImportError):

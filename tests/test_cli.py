@@ -53,7 +53,7 @@ def rows(dsn: str) -> int:
 
 
 def add(dsn: str, text: str, *args: str) -> str:
-    out = ok_json(dsn, "add", text, *args)
+    out = ok_json(dsn, "add", "--no-gate", text, *args)
     assert out["created"] is True
     return out["id"]
 
@@ -140,15 +140,16 @@ def test_add_get_and_text_output(fresh_db: str) -> None:
 
 def test_add_twice_deduplicates(fresh_db: str) -> None:
     first = add(fresh_db, "Alice prefers green tea.", "--subject", "alice")
-    again = ok_json(fresh_db, "add", "Alice prefers green tea.", "--subject", "alice")
-    assert again == {"id": first, "created": False}
-    text = run(fresh_db, "add", "Alice prefers green tea.", "--subject", "alice")
-    assert "deduplicated" in text.stdout
+    again = ok_json(fresh_db, "add", "--no-gate", "Alice prefers green tea.", "--subject",
+                    "alice")
+    assert (again["id"], again["created"], again["outcome"]) == (first, False, "duplicate")
+    text = run(fresh_db, "add", "--no-gate", "Alice prefers green tea.", "--subject", "alice")
+    assert f"{first} duplicate" in text.stdout
     assert rows(fresh_db) == 1
 
 
 def test_add_reads_stdin(fresh_db: str) -> None:
-    result = run(fresh_db, "add", "-", "--json", input="Bob 住在北京。\n")
+    result = run(fresh_db, "add", "--no-gate", "-", "--json", input="Bob 住在北京。\n")
     memory_id = json.loads(result.stdout)["id"]
     assert ok_json(fresh_db, "get", memory_id)["content"] == "Bob 住在北京。\n"
 
@@ -160,8 +161,10 @@ def test_add_with_scope_and_expiry(fresh_db: str) -> None:
     assert (memory["scope"], memory["project_id"], memory["agent"]) == (
         "project", "orders", "planner")
     assert memory["expires_at"] is not None
-    failed(run(fresh_db, "add", "no project", "--scope", "project"), "needs a project_id")
-    failed(run(fresh_db, "add", "both", "--ttl", "5", "--expires-at", "2100-01-01"),
+    failed(run(fresh_db, "add", "--no-gate", "no project", "--scope", "project"),
+           "needs a project_id")
+    failed(run(fresh_db, "add", "--no-gate", "both", "--ttl", "5", "--expires-at",
+               "2100-01-01"),
            "not both")
 
 
@@ -327,13 +330,13 @@ def test_migrate(fresh_db: str) -> None:
 
 def test_unmigrated_database_says_migrate(empty_db: str) -> None:
     failed(run(empty_db, "list"), "memdb migrate")
-    failed(run(empty_db, "add", "hello"), "memdb migrate")
+    failed(run(empty_db, "add", "--no-gate", "hello"), "memdb migrate")
     assert ok_json(empty_db, "migrate") == {"revision": head()}
     add(empty_db, "hello")
 
 
 def test_tenant_isolation(fresh_db: str) -> None:
-    memory_id = ok_json(fresh_db, "--tenant", "acme", "add", "acme secret")["id"]
+    memory_id = ok_json(fresh_db, "--tenant", "acme", "add", "--no-gate", "acme secret")["id"]
     assert ok_json(fresh_db, "--tenant", "acme", "get", memory_id)["tenant"] == "acme"
     failed(run(fresh_db, "get", memory_id), "no memory")
 
