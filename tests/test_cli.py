@@ -387,7 +387,11 @@ def test_demo_twice_adds_nothing_the_second_time(fresh_db: str) -> None:
         for key, value in search["filter"].items():
             allowed = value if isinstance(value, list) else [value]
             assert all(h[key] in allowed for h in search["hits"])
-    assert report["searches"][0]["hits"][0]["subject"] == "zhangwei"
+    # the system rule about answering 张伟 in Chinese is boosted (system_boost) above the
+    # preference; the first ordinary hit is 张伟's own preference
+    first = report["searches"][0]["hits"]
+    assert [h["category"] for h in first][:2] == ["system", "preferences"]
+    assert first[1]["subject"] == "zhangwei"
 
     second = run(fresh_db, "demo")
     assert second.exit_code == 0, second.output
@@ -395,7 +399,7 @@ def test_demo_twice_adds_nothing_the_second_time(fresh_db: str) -> None:
     out = second.stdout
     assert "12 memories: 0 new, 12 already stored" in out
     assert "张伟喜欢喝乌龙茶" in out and "Alice prefers green tea" in out
-    assert re.search(r"^1\s+\d\.\d{3}\s+semantic\s+preferences\s+zhangwei\s+"
+    assert re.search(r"^2\s+\d\.\d{3}\s+semantic\s+preferences\s+zhangwei\s+"
                      r"user_statement:chat-0305#2\s+vector:\d.*张伟喜欢喝乌龙茶", out, re.MULTILINE)
     assert "timings: server start + migrate" in out
 
@@ -423,6 +427,55 @@ def test_tenant_and_subject_isolation(fresh_db: str) -> None:
     assert listed.exit_code == 0
     assert [m["subject"] for m in json.loads(listed.stdout)] == ["alice"]
     refused = CliRunner().invoke(cli, ["--dsn", fresh_db, "--as-subject", "alice",
-                                       "add", "planted", "--subject", "bob"])
+                                       "add", "--no-gate", "planted", "--subject", "bob"])
     assert refused.exit_code == 1 and "error:" in refused.stderr
+    assert "row-level security" in refused.stderr or "permission" in refused.stderr.lower()
     assert rows(fresh_db) == 2
+
+
+# -- the write gate ------------------------------------------------------------------------
+def test_add_through_the_gate_prints_outcome_and_reasons(fresh_db: str) -> None:
+    refused = run(fresh_db, "add", "我猜张伟住在上海", "--source-id", "chat-1")
+    failed(refused, "the write gate refused")
+    assert "hedged" in refused.stderr and rows(fresh_db) == 0
+    failed(run(fresh_db, "add", "Alice works at a start-up"), "no_source")
+    guess = ok_json(fresh_db, "add", "Bob is a vegetarian", "--source-type", "model_inference",
+                    "--source-id", "s-1#4")
+    assert guess["outcome"] == "hypothesis" and guess["created"] is True
+    assert any(r.startswith("model_inference") for r in guess["reasons"])
+    rule = run(fresh_db, "add", "回答要简洁明了", "--kind", "procedural", "--source-id", "p-1")
+    failed(rule, "not_generalizable")
+    flagged = ok_json(fresh_db, "add", "回答要简洁明了", "--kind", "procedural",
+                      "--source-id", "p-1", "--rule")
+    assert flagged["outcome"] == "created"
+    text = run(fresh_db, "add", "正在排查订单接口的慢查询", "--kind", "working")
+    assert text.exit_code == 0 and " created" in text.stdout
+    assert "ttl_default: 24 h for working" in text.stdout
+    assert rows(fresh_db) == 3
+
+
+def test_add_dry_run_writes_nothing(fresh_db: str) -> None:
+    out = ok_json(fresh_db, "add", "张伟住在上海浦东", "--source-id", "c-1", "--dry-run")
+    assert (out["outcome"], out["id"], out["dry_run"]) == ("created", None, True)
+    result = run(fresh_db, "add", "好的", "--dry-run", "--json")
+    assert result.exit_code == 1 and json.loads(result.stdout)["outcome"] == "rejected"
+    assert rows(fresh_db) == 0
+
+
+def test_add_supersedes_by_norm_key(fresh_db: str) -> None:
+    first = add(fresh_db, "我喜欢喝咖啡", "--category", "preferences", "--norm-key", "drink")
+    out = ok_json(fresh_db, "add", "我现在喜欢喝乌龙茶", "--category", "preferences",
+                  "--norm-key", "drink", "--source-id", "c-2")
+    assert out["outcome"] == "superseded" and out["superseded_id"] == first
+    assert [m["content"] for m in ok_json(fresh_db, "list")] == ["我现在喜欢喝乌龙茶"]
+
+
+def test_gate_command_only_prints_decisions(fresh_db: str) -> None:
+    out = ok_json(fresh_db, "gate", "好的", "我猜他三十岁", "张伟不是住在上海，是住在北京",
+                  "--source-id", "c-1")
+    assert [d["outcome"] for d in out] == ["rejected", "rejected", "accepted"]
+    assert out[2]["correction"] == {"old": "住在上海", "new": "住在北京"}
+    text = run(fresh_db, "gate", "Always answer in English", "--category", "system",
+               "--source-id", "p")
+    assert text.exit_code == 0 and text.stdout.startswith("accepted")
+    assert rows(fresh_db) == 0
