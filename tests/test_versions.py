@@ -206,6 +206,36 @@ def test_concurrent_near_duplicates_leave_one_current_row(fresh_db: str, embedde
             s.close()
 
 
+def test_concurrent_slot_writes_leave_one_current_version(fresh_db: str, embedder):
+    values = ["咖啡", "乌龙茶", "绿茶", "oat milk latte", "jasmine tea", "espresso"]
+    texts = [f"张伟最喜欢的饮料是{v}" for v in values]
+    vectors = embedder.embed_passages(texts)
+    stores = [MemoryStore(fresh_db, embedder=embedder, pool_size=1) for _ in texts]
+    try:
+        for s in stores:
+            s.space_id()
+        barrier = threading.Barrier(len(texts))
+        outcomes: list[str] = []
+
+        def write(n: int) -> None:
+            barrier.wait()
+            outcomes.append(stores[n].add(texts[n], subject="zw", category="preferences",
+                                          norm_key="favourite_drink", embedding=vectors[n],
+                                          source_id=f"turn-{n}").outcome)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(len(texts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcomes) == ["created"] + ["superseded"] * (len(texts) - 1)
+        assert rows(fresh_db, "valid_to IS NULL") == 1
+        assert rows(fresh_db, "valid_to IS NOT NULL AND superseded_by IS NOT NULL") == 5
+    finally:
+        for s in stores:
+            s.close()
+
+
 # -- supersession ----------------------------------------------------------------------------
 @pytest.mark.parametrize(("old", "new", "query"), [
     ("我喜欢喝咖啡", "我现在喜欢喝乌龙茶", "喜欢喝什么"),
