@@ -140,6 +140,8 @@ class AddResult:
     duplicate (identical content: that row was bumped) | merged (a near duplicate:
     ``merged_into`` was bumped; ``similarity`` is the cosine) | rejected (by the write gate).
     ``reasons``: the gate's and the store's reasons. ``dry_run``: nothing was written.
+    ``deferred``: its embedding was deferred (the provider failed and the store is configured
+    with ``on_embedding_error="defer"``: the row waits for :meth:`MemoryStore.reembed`).
     """
 
     id: UUID | None
@@ -150,6 +152,7 @@ class AddResult:
     merged_into: UUID | None = None
     similarity: float | None = None
     dry_run: bool = False
+    deferred: bool = False
 
     @property
     def rejected(self) -> bool:
@@ -160,7 +163,8 @@ class AddResult:
                 "outcome": self.outcome, "reasons": list(self.reasons),
                 "superseded_id": None if self.superseded_id is None else str(self.superseded_id),
                 "merged_into": None if self.merged_into is None else str(self.merged_into),
-                "similarity": self.similarity, "dry_run": self.dry_run}
+                "similarity": self.similarity, "dry_run": self.dry_run,
+                "deferred": self.deferred}
 
 
 @dataclass(frozen=True, slots=True)

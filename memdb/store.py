@@ -12,9 +12,10 @@ True
 
 from __future__ import annotations
 
+import os
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -26,8 +27,8 @@ from psycopg.types.json import Jsonb
 from . import _sql
 from . import _validate as v
 from .connection import Database
-from .embeddings import Embedder, check_vector, embedder_from_env
-from .errors import DatabaseError, InvalidInput, NotFound, NotMigrated, Rejected
+from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
+from .errors import DatabaseError, EmbeddingError, InvalidInput, NotFound, NotMigrated, Rejected
 from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .inputs import MemoryInput, as_input
@@ -42,7 +43,9 @@ from .models import (
 )
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 
-__all__ = ["MemoryStore", "MemoryInput"]
+__all__ = ["MemoryStore", "MemoryInput", "EMBEDDING_ERROR_POLICIES"]
+
+EMBEDDING_ERROR_POLICIES = ("raise", "defer")
 
 MAX_K = 1000
 _WRITE_ATTEMPTS = 5
@@ -65,7 +68,8 @@ _STORE_GATE: Any = object()  # "the store's own gate" (add/add_many's default)
 _NEW_ROW = ("created", "hypothesis", "superseded")
 
 
-def _result(row: dict[str, Any], decision: Decision | None, dry_run: bool) -> AddResult:
+def _result(row: dict[str, Any], decision: Decision | None, dry_run: bool,
+            deferred: bool = False) -> AddResult:
     """An AddResult from a memdb.write_memories row and the gate's decision."""
     outcome = row["outcome"]
     reasons = () if decision is None else decision.reasons
@@ -78,7 +82,7 @@ def _result(row: dict[str, Any], decision: Decision | None, dry_run: bool) -> Ad
         superseded_id=row["related_id"] if outcome == "superseded" else None,
         merged_into=row["related_id"] if outcome == "merged" else None,
         similarity=None if row["similarity"] is None else float(row["similarity"]),
-        dry_run=dry_run)
+        dry_run=dry_run, deferred=deferred and outcome in _NEW_ROW)
 
 
 def _uuid(value: object) -> UUID:
@@ -102,6 +106,12 @@ class MemoryStore:
     ``gate``: the write gate every add goes through (:class:`~memdb.gate.WritePolicy`;
     ``None``: no gate, no TTL defaults, no near-duplicate merging).
 
+    ``on_embedding_error``: what a write does when the embedding provider fails (an error,
+    a timeout, NaN or wrongly sized vectors): ``"raise"`` (default; ``$MEMDB_ON_EMBEDDING_ERROR``)
+    raises :class:`~memdb.errors.EmbeddingError` and stores nothing; ``"defer"`` stores the
+    rows without an embedding (BM25 and exact match find them meanwhile) and
+    :meth:`reembed` embeds them later.
+
     Every transaction runs as the application role ``memdb_app`` with the tenant (and
     subject) set LOCAL, so PostgreSQL's row-level security enforces the isolation; the SQL
     functions' tenant parameters are a second line of defence. :meth:`migrate` runs as the
@@ -111,16 +121,26 @@ class MemoryStore:
     def __init__(self, dsn: str | None = None, *, tenant: str = "default",
                  embedder: Embedder | None = None, actor: str | None = None,
                  subject: str | None = None, pool_size: int = 4,
-                 gate: WritePolicy | None = DEFAULT_POLICY) -> None:
+                 gate: WritePolicy | None = DEFAULT_POLICY,
+                 on_embedding_error: str | None = None) -> None:
         self.tenant = v.name(tenant, "tenant")
         self.subject = v.optional_name(subject, "subject")
         self.actor = v.optional_name(actor, "actor")
+        policy = on_embedding_error or os.environ.get("MEMDB_ON_EMBEDDING_ERROR") or "raise"
+        if policy not in EMBEDDING_ERROR_POLICIES:
+            raise InvalidInput(f"on_embedding_error must be one of {EMBEDDING_ERROR_POLICIES}, "
+                               f"got {policy!r}")
+        self.on_embedding_error = policy
         self.db = Database(dsn, max_size=pool_size)
         self._embedder = embedder
         self._space_id: int | None = None
         if gate is not None and not isinstance(gate, WritePolicy):
             raise InvalidInput(f"gate must be a WritePolicy or None, got {type(gate).__name__}")
         self.gate = gate
+
+    def __repr__(self) -> str:  # the DSN without its password; never an API key
+        return (f"MemoryStore(tenant={self.tenant!r}, subject={self.subject!r}, db={self.db!r}, "
+                f"embedder={self._embedder!r}, on_embedding_error={self.on_embedding_error!r})")
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> MemoryStore:
@@ -261,10 +281,14 @@ class MemoryStore:
             None if i.embedding is None else check_vector(i.embedding, dims) for i in inputs
         ]
         missing = [n for n, vec in enumerate(vectors) if vec is None]
+        deferred: set[int] = set()
         if missing:
-            computed = self.embedder.embed_passages([inputs[n].embedding_text() for n in missing])
-            for n, vec in zip(missing, computed, strict=True):
-                vectors[n] = vec
+            computed = self._embed_passages([inputs[n].embedding_text() for n in missing])
+            if computed is None:
+                deferred = set(missing)
+            else:
+                for n, vec in zip(missing, computed, strict=True):
+                    vectors[n] = vec
         space_id = self.space_id()
         options = Jsonb(policy.sql_options() if policy is not None else {})
         # A transaction of several statements can deadlock with a concurrent writer of the
@@ -289,8 +313,18 @@ class MemoryStore:
                 if state not in _RETRY_STATES or attempt + 1 == _WRITE_ATTEMPTS:
                     raise
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
-        return [_result(row, decision, dry_run)
-                for row, (_item, decision) in zip(rows, todo, strict=True)]
+        return [_result(row, decision, dry_run, deferred=n in deferred)
+                for n, (row, (_item, decision)) in enumerate(zip(rows, todo, strict=True))]
+
+    def _embed_passages(self, texts: list[str]) -> np.ndarray | None:
+        """Vectors for texts to store, or None when the provider failed and the policy is
+        ``defer`` (the rows are then stored without embeddings, queued for reembed())."""
+        try:
+            return embed_checked(self.embedder, texts)
+        except EmbeddingError:
+            if self.on_embedding_error == "defer":
+                return None
+            raise
 
     def update(self, memory_id: UUID | str, *, reason: str | None = None,
                embedding: Any = None, **changes: Any) -> Memory:
@@ -342,7 +376,8 @@ class MemoryStore:
             current = self.get(mid)
             text = clean.get("content", current.content)
             context = clean.get("search_context", current.search_context)
-            vector = self.embedder.embed_passages([f"{context}\n{text}" if context else text])[0]
+            computed = self._embed_passages([f"{context}\n{text}" if context else text])
+            vector = None if computed is None else computed[0]  # None: deferred, see reembed()
         space_id = self.space_id() if vector is not None else None
         with self._transaction() as conn:
             self._begin(conn, reason)
@@ -370,6 +405,63 @@ class MemoryStore:
             self._begin(conn, "expired")
             return int(conn.execute(_sql.query("purge_expired"),
                                     {"tenant": self.tenant}).fetchone()["purged"])
+
+    # -- the re-embedding queue -------------------------------------------------------------
+    def pending_embeddings(self) -> int:
+        """How many current memories of this tenant (or subject) wait for an embedding."""
+        with self._transaction() as conn:
+            return int(conn.execute(_sql.query("pending_embeddings"),
+                                    {"tenant": self.tenant}).fetchone()["n"])
+
+    def reembed(self, batch_size: int = 64, limit: int | None = None, *,
+                progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed queued memories (current rows without an embedding) and store their vectors;
+        returns how many were written.
+
+        One pass over the queue in id order, ``batch_size`` rows at a time, each batch read,
+        embedded outside any transaction, then written in a transaction of its own that only
+        touches rows still holding exactly the embedded text and still without a vector (a
+        row changed meanwhile is skipped; its new text stays queued). ``limit`` caps the rows
+        read. ``progress(done, total)`` is called after each batch (``total``: the queue's size
+        at the start, capped by ``limit``). A provider failure raises EmbeddingError; batches
+        written before it stay written.
+        """
+        v.positive_int(batch_size, "batch_size", 10_000)
+        if limit is not None:
+            v.positive_int(limit, "limit", 10**9)
+        total = self.pending_embeddings()
+        if limit is not None:
+            total = min(total, limit)
+        space_id = self.space_id()
+        after, read, written = UUID(int=0), 0, 0
+        while limit is None or read < limit:
+            size = batch_size if limit is None else min(batch_size, limit - read)
+            with self._transaction() as conn:
+                rows = conn.execute(_sql.query("embedding_queue"), {
+                    "tenant": self.tenant, "after": after, "limit": size}).fetchall()
+            if not rows:
+                break
+            read += len(rows)
+            after = rows[-1]["id"]
+            texts = [MemoryInput(content=r["content"],
+                                 search_context=r["search_context"]).embedding_text()
+                     for r in rows]
+            try:
+                vectors = embed_checked(self.embedder, texts)
+            except EmbeddingError as exc:
+                raise EmbeddingError(
+                    f"re-embedding stopped after {written} memories: {exc}") from exc
+            with self._transaction() as conn:
+                written += int(conn.execute(_sql.query("set_embeddings"), {
+                    "tenant": self.tenant, "space_id": space_id,
+                    "ids": [r["id"] for r in rows],
+                    "contents": [r["content"] for r in rows],
+                    "contexts": [r["search_context"] for r in rows],
+                    "embeddings": list(vectors),
+                }).fetchone()["n"])
+            if progress is not None:
+                progress(min(read, total) if total else read, total)
+        return written
 
     # -- reads -----------------------------------------------------------------------------
     def get(self, memory_id: UUID | str) -> Memory:
@@ -430,7 +522,7 @@ class MemoryStore:
         elif "routes" in options_json and "vector" not in options_json["routes"]:
             vector = None
         else:
-            vector = self.embedder.embed_queries([query])[0]
+            vector = embed_checked(self.embedder, [query], query=True)[0]
         embedded = time.perf_counter()
         return self._search(query, vector, k, flt, options_json, explain, embedded - started)
 
