@@ -14,9 +14,9 @@ import json
 import numpy as np
 import psycopg
 import pytest
+from _canned_openai import CannedOpenAI, canned_vector
 from click.testing import CliRunner
 
-from _canned_openai import CannedOpenAI, canned_vector
 from memdb import EmbeddingError, InvalidInput, MemoryStore, OpenAIEmbedder
 from memdb.cli import cli
 
