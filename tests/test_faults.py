@@ -5,9 +5,11 @@
   ``DatabaseUnavailable`` (never a raw psycopg exception), nothing is half-written, the pool
   replaces the dead connections, and the next call works.
 * Crash safety: a separate embedded server, a child process writing tagged batches with
-  ``add_many``, the postmaster and its children SIGKILLed mid-run, a restart on the same data
-  folder; then every acknowledged batch is complete, no batch is partial, and amcheck finds
-  the indexes sound.
+  ``add_many``, the postmaster and its children SIGKILLed while a batch's transaction has
+  written rows (its backend holds an xid) but not committed, a restart on the same data
+  folder (crash recovery from the WAL); then every acknowledged batch is complete, no batch is
+  partial, history and BM25 statistics agree with the rows, and amcheck finds the btree and
+  GIN indexes sound.
 """
 
 from __future__ import annotations
@@ -175,3 +177,212 @@ def test_first_use_from_many_threads_opens_one_pool(fresh_db):
         assert errors == [] and len(pools) == 6 and len({id(p) for p in pools}) == 1
     finally:
         db.close()
+
+
+# -- crash safety -----------------------------------------------------------------------------
+
+BATCH = 50          # rows per add_many call (one transaction)
+KILL_AFTER = 25     # acknowledged batches before the kill
+CHILD = r'''
+import sys
+import numpy as np
+from memdb import MemoryStore
+
+DIMS = int(sys.argv[2])
+
+
+class NoEmbedder:
+    model, dims = f"precomputed-{DIMS}", DIMS
+
+    def embed_passages(self, texts):
+        raise AssertionError("vectors are precomputed")
+
+    embed_queries = embed_passages
+
+
+rng = np.random.default_rng(7)
+with MemoryStore(sys.argv[1], embedder=NoEmbedder()) as store:
+    batch = 0
+    while True:
+        vectors = rng.normal(size=(int(sys.argv[3]), DIMS))
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.add_many([{
+            "content": f"crash batch {batch} row {i}: 崩溃测试 第{batch}批 第{i}条",
+            "subject": f"writer{i % 3}", "metadata": {"batch": batch, "row": i},
+            "tags": [f"batch-{batch}"], "embedding": vectors[i],
+        } for i in range(len(vectors))])
+        print(f"ok {batch}", flush=True)   # acknowledged: add_many returned (committed)
+        batch += 1
+'''
+
+
+def _kill_server(pgdata) -> list[int]:
+    """SIGKILL the postmaster named in postmaster.pid and all its children; their pids."""
+    import psutil
+
+    pid = int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+    postmaster = psutil.Process(pid)
+    victims = [postmaster, *postmaster.children(recursive=True)]
+    for proc in victims:  # the postmaster first, so it cannot restart its children
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    gone, alive = psutil.wait_procs(victims, timeout=10)
+    assert not alive, alive
+    return [p.pid for p in victims]
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory):
+    """A separate embedded server, written to by a child process and SIGKILLed mid-run, then
+    restarted on the same data folder. Yields the facts the tests check."""
+    import os
+    import random
+    import subprocess
+    import sys
+    import tempfile
+
+    from memdb.embedded import EmbeddedServer
+    from memdb.migrations import upgrade
+
+    started = time.monotonic()
+    home = tempfile.mkdtemp(prefix="memdb-crash-")
+    os.chmod(home, 0o755)
+    first = EmbeddedServer(home)
+    handles = [first]
+    child = None
+    try:
+        dsn = first.start()
+        upgrade(dsn)
+        script = tmp_path_factory.mktemp("crash") / "writer.py"
+        script.write_text(CHILD)
+        child = subprocess.Popen([sys.executable, str(script), dsn, str(DIMS), str(BATCH)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env={**os.environ, "MEMDB_HOME": home})
+        acked: list[int] = []
+        lines: list[str] = []
+
+        def read() -> None:
+            for line in child.stdout:
+                lines.append(line)
+                if line.startswith("ok "):
+                    acked.append(int(line.split()[1]))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 40
+        while len(acked) < KILL_AFTER:
+            assert child.poll() is None, child.stderr.read()
+            assert time.monotonic() < deadline, "the writer made no progress"
+            time.sleep(0.01)
+        # kill while a batch's transaction has written rows (it holds an xid) but not committed
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            while not admin.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = %s "
+                "AND backend_xid IS NOT NULL AND state = 'active'", (APPLICATION_NAME,),
+            ).fetchone():
+                assert time.monotonic() < deadline, "never caught a batch in flight"
+            time.sleep(random.uniform(0.0, 0.01))
+            killed = _kill_server(first.pgdata)
+        acked_at_kill = len(acked)
+        try:  # the writer now fails (DatabaseUnavailable); it must not be left behind
+            child.wait(15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(5)
+        reader.join(5)
+        child_stderr = child.stderr.read()
+
+        second = EmbeddedServer(home)  # the same data folder: crash recovery from the WAL
+        handles.append(second)
+        dsn2 = second.start()
+        recovered_log = (first.pgdata / "log").read_text(errors="replace")
+        yield {"dsn": dsn2, "acked": sorted(set(acked)), "acked_at_kill": acked_at_kill,
+               "killed": killed, "log": recovered_log, "child_stderr": child_stderr,
+               "child_rc": child.returncode, "started": started}
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+        for handle in handles:
+            handle.stop()
+
+
+def test_crash_recovery_ran_and_writer_failed_typed(crashed):
+    assert len(crashed["killed"]) >= 5  # postmaster, checkpointer, writer, walwriter, backend...
+    assert "not properly shut down" in crashed["log"] and "redo" in crashed["log"]
+    assert crashed["child_rc"] != 0
+    assert "DatabaseUnavailable" in crashed["child_stderr"], crashed["child_stderr"][-2000:]
+
+
+def test_acknowledged_batches_complete_others_all_or_nothing(crashed):
+    acked = crashed["acked"]
+    assert acked == list(range(len(acked))) and len(acked) >= KILL_AFTER
+    with psycopg.connect(crashed["dsn"], autocommit=True) as conn:
+        per_batch = dict(conn.execute(
+            "SELECT (metadata->>'batch')::int, count(*) FROM memdb.memories GROUP BY 1").fetchall())
+        history = dict(conn.execute(
+            "SELECT (after->'metadata'->>'batch')::int, count(*) FROM memdb.memory_history "
+            "WHERE op = 'insert' GROUP BY 1").fetchall())
+        tagged = dict(conn.execute(
+            "SELECT (metadata->>'batch')::int, count(*) FROM memdb.memories "
+            "WHERE tags = ARRAY['batch-' || (metadata->>'batch')] AND embedding IS NOT NULL "
+            "AND space_id IS NOT NULL GROUP BY 1").fetchall())
+        stats = conn.execute("SELECT doc_count FROM memdb.bm25_stats WHERE tenant = 'default'"
+                             ).fetchone()[0]
+        total = conn.execute("SELECT count(*) FROM memdb.memories").fetchone()[0]
+    for batch in acked:
+        assert per_batch.get(batch) == BATCH, (batch, per_batch.get(batch))
+    # the batch in flight at the kill is either absent or complete, never partial
+    assert set(per_batch) - set(acked) <= {acked[-1] + 1}
+    assert all(n == BATCH for n in per_batch.values()), per_batch
+    assert history == per_batch == tagged  # history rows and derived columns in the same commit
+    assert stats == total == BATCH * len(per_batch)  # BM25 statistics kept by the same commit
+    crashed["rows_checked"] = total
+    crashed["in_flight_committed"] = len(per_batch) > len(acked)
+
+
+def test_btree_and_gin_indexes_pass_amcheck(crashed):
+    with psycopg.connect(crashed["dsn"], autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        indexes = conn.execute(
+            "SELECT c.oid::regclass::text, am.amname, i.indisunique FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'memdb' "
+            "ORDER BY 1").fetchall()
+        btree = [(name, unique) for name, am, unique in indexes if am == "btree"]
+        gin = [name for name, am, _ in indexes if am == "gin"]
+        assert len(btree) >= 10 and "memdb.memories_dedup_key" in dict(btree)
+        for name, unique in btree:
+            conn.execute("SELECT bt_index_check(%s::regclass, heapallindexed => true, "
+                         "checkunique => %s)", (name, unique))
+            conn.execute("SELECT bt_index_parent_check(%s::regclass, heapallindexed => true, "
+                         "rootdescend => true, checkunique => %s)", (name, unique))
+        has_gin_check = conn.execute(
+            "SELECT 1 FROM pg_proc WHERE proname = 'gin_index_check'").fetchone()
+        if has_gin_check:
+            for name in gin:
+                conn.execute("SELECT gin_index_check(%s::regclass)", (name,))
+        duplicates = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memdb.memories WHERE valid_to IS NULL "
+            "GROUP BY tenant, subject, scope, project_id, session_id, content_hash "
+            "HAVING count(*) > 1) d").fetchone()[0]
+        assert duplicates == 0
+    crashed["amcheck"] = {"btree": len(btree), "gin": len(gin) if has_gin_check else 0}
+    if not has_gin_check:
+        pytest.skip(f"btree indexes passed; this amcheck has no gin_index_check (needs "
+                    f"PostgreSQL 18's amcheck 1.5), so {len(gin)} GIN indexes are unchecked")
+
+
+def test_store_works_after_the_crash(crashed):
+    with MemoryStore(crashed["dsn"], embedder=NoEmbedder()) as store:
+        text = "写入恢复后的数据 after recovery"
+        assert store.add(text, embedding=unit(5)).created
+        assert store.search_by_vector(unit(5), k=1)[0].memory.content == text
+        hits = store.search("崩溃测试", k=3, routes=["bm25"], subject="writer1")
+        assert len(hits) == 3
+    print(f"\ncrash test: {len(crashed['acked'])} batches acknowledged "
+          f"(in-flight batch committed: {crashed.get('in_flight_committed')}), "
+          f"{crashed.get('rows_checked')} rows checked, amcheck {crashed.get('amcheck')}, "
+          f"{len(crashed['killed'])} server processes killed, "
+          f"{time.monotonic() - crashed['started']:.1f} s")
