@@ -6,7 +6,8 @@ endpoint. Nothing goes over the network unless an OpenAI embedder is configured.
 Configuration from the environment (:func:`embedder_from_env`):
 ``MEMDB_EMBEDDER=local|openai``, ``MEMDB_EMBED_MODEL``, ``MEMDB_EMBED_DIMS``,
 ``MEMDB_EMBED_BASE_URL`` (or ``OPENAI_BASE_URL``), ``MEMDB_EMBED_API_KEY`` (or ``OPENAI_API_KEY``),
-``MEMDB_EMBED_THREADS`` (local model threads, default 1).
+``MEMDB_EMBED_THREADS`` (local model threads, default 1), ``MEMDB_EMBED_TIMEOUT`` (seconds per
+request, default 30) and ``MEMDB_EMBED_MAX_RETRIES`` (default 3, with backoff 0.5, 1, 2 s...).
 """
 
 from __future__ import annotations
@@ -228,9 +229,16 @@ def embedder_from_env() -> Embedder:
         dims = os.environ.get("MEMDB_EMBED_DIMS")
         if not model or not dims:
             raise InvalidInput("MEMDB_EMBEDDER=openai needs MEMDB_EMBED_MODEL and MEMDB_EMBED_DIMS")
+        try:
+            timeout = float(os.environ.get("MEMDB_EMBED_TIMEOUT", "30"))
+            retries = int(os.environ.get("MEMDB_EMBED_MAX_RETRIES", "3"))
+        except ValueError:
+            raise InvalidInput("MEMDB_EMBED_TIMEOUT must be a number of seconds and "
+                               "MEMDB_EMBED_MAX_RETRIES a whole number") from None
         return OpenAIEmbedder(
             model, int(dims),
             base_url=os.environ.get("MEMDB_EMBED_BASE_URL") or os.environ.get("OPENAI_BASE_URL"),
             api_key=os.environ.get("MEMDB_EMBED_API_KEY") or os.environ.get("OPENAI_API_KEY"),
+            timeout=timeout, max_retries=retries,
         )
     raise InvalidInput(f"unknown MEMDB_EMBEDDER {kind!r} (expected local or openai)")

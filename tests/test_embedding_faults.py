@@ -293,7 +293,8 @@ def test_cli_reembed(fresh_db, monkeypatch, tmp_path):
     with CannedOpenAI(DIMS, mode="error") as api:
         for key, value in {"MEMDB_EMBEDDER": "openai", "MEMDB_EMBED_MODEL": "canned-16",
                            "MEMDB_EMBED_DIMS": str(DIMS), "MEMDB_EMBED_BASE_URL": api.base_url,
-                           "MEMDB_EMBED_API_KEY": "sk-cli-abcdef"}.items():
+                           "MEMDB_EMBED_API_KEY": "sk-cli-abcdef",
+                           "MEMDB_EMBED_MAX_RETRIES": "0"}.items():
             monkeypatch.setenv(key, value)
         runner = CliRunner()
 

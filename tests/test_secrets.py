@@ -148,7 +148,7 @@ def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
     with CannedOpenAI(DIMS, mode="echo_key") as api:
         for key, value in {"MEMDB_EMBEDDER": "openai", "MEMDB_EMBED_MODEL": "canned-8",
                            "MEMDB_EMBED_DIMS": str(DIMS), "MEMDB_EMBED_BASE_URL": api.base_url,
-                           "MEMDB_EMBED_API_KEY": KEY}.items():
+                           "MEMDB_EMBED_API_KEY": KEY, "MEMDB_EMBED_MAX_RETRIES": "0"}.items():
             monkeypatch.setenv(key, value)
         for args in (["add", MEMORY], ["search", QUERY]):
             result = runner.invoke(cli, ["--dsn", with_password(fresh_db), *args])
