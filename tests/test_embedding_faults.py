@@ -89,7 +89,7 @@ def embeddings(raw: psycopg.Connection) -> dict[str, object]:
 
 @pytest.mark.parametrize("mode", ["raise", "nan", "short", "fewer", "zeros"])
 def test_failing_embedder_stores_nothing(fresh_db, raw, mode):
-    with MemoryStore(fresh_db, embedder=StubEmbedder(mode)) as store:
+    with MemoryStore(fresh_db, gate=None, embedder=StubEmbedder(mode)) as store:
         before = snapshot(raw)
         with pytest.raises(EmbeddingError) as caught:
             store.add_many(ITEMS)
@@ -102,7 +102,7 @@ def test_failing_embedder_stores_nothing(fresh_db, raw, mode):
 def test_precomputed_vectors_need_no_embedder(fresh_db, raw):
     """Items that bring their own vector never call the (failing) embedder."""
     embedder = StubEmbedder("raise")
-    with MemoryStore(fresh_db, embedder=embedder) as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder) as store:
         items = [{**i, "embedding": canned_vector(text_of(i), DIMS)} for i in ITEMS]
         assert all(r.created and not r.deferred for r in store.add_many(items))
     assert embedder.calls == 0 and snapshot(raw)[0] == len(ITEMS)
@@ -113,7 +113,7 @@ def test_openai_endpoint_failure_stores_nothing(fresh_db, raw, mode):
     with CannedOpenAI(DIMS, mode=mode, delay=2.0) as api:
         embedder = OpenAIEmbedder("canned-16", DIMS, base_url=api.base_url, api_key="sk-x-123456",
                                   timeout=0.5, max_retries=1)
-        with MemoryStore(fresh_db, embedder=embedder) as store:
+        with MemoryStore(fresh_db, gate=None, embedder=embedder) as store:
             with pytest.raises(EmbeddingError):
                 store.add_many(ITEMS)
         assert api.requests == (2 if mode in ("error", "slow") else 1)  # retried, then gave up
@@ -125,7 +125,7 @@ def test_openai_endpoint_success(fresh_db, raw):
     """The canned server's happy path, so the failure tests above test failures only."""
     with CannedOpenAI(DIMS) as api:
         embedder = OpenAIEmbedder("canned-16", DIMS, base_url=api.base_url, api_key="k")
-        with MemoryStore(fresh_db, embedder=embedder) as store:
+        with MemoryStore(fresh_db, gate=None, embedder=embedder) as store:
             store.add_many(ITEMS)
             assert store.pending_embeddings() == 0
     stored = embeddings(raw)
@@ -135,23 +135,23 @@ def test_openai_endpoint_success(fresh_db, raw):
 
 def test_policy_from_argument_and_environment(fresh_db, monkeypatch):
     with pytest.raises(InvalidInput):
-        MemoryStore(fresh_db, embedder=StubEmbedder(), on_embedding_error="ignore")
+        MemoryStore(fresh_db, gate=None, embedder=StubEmbedder(), on_embedding_error="ignore")
     monkeypatch.setenv("MEMDB_ON_EMBEDDING_ERROR", "defer")
-    with MemoryStore(fresh_db, embedder=StubEmbedder("raise")) as store:
+    with MemoryStore(fresh_db, gate=None, embedder=StubEmbedder("raise")) as store:
         assert store.on_embedding_error == "defer"
         assert store.add("环境变量决定策略", subject="env").deferred
-    with MemoryStore(fresh_db, embedder=StubEmbedder("raise"),
+    with MemoryStore(fresh_db, gate=None, embedder=StubEmbedder("raise"),
                      on_embedding_error="raise") as store:
         with pytest.raises(EmbeddingError):
             store.add("the argument beats the environment")
     monkeypatch.setenv("MEMDB_ON_EMBEDDING_ERROR", "later")
     with pytest.raises(InvalidInput):
-        MemoryStore(fresh_db, embedder=StubEmbedder())
+        MemoryStore(fresh_db, gate=None, embedder=StubEmbedder())
 
 
 def test_defer_stores_without_vectors_then_reembed(fresh_db, raw):
     embedder = StubEmbedder("raise")
-    with MemoryStore(fresh_db, embedder=embedder, on_embedding_error="defer") as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, on_embedding_error="defer") as store:
         results = store.add_many(ITEMS)
         assert [r.created for r in results] == [True] * len(ITEMS)
         assert [r.deferred for r in results] == [True] * len(ITEMS)
@@ -185,7 +185,7 @@ def test_defer_stores_without_vectors_then_reembed(fresh_db, raw):
 
 def test_defer_then_duplicate_write_with_a_working_provider_fills_the_vector(fresh_db, raw):
     embedder = StubEmbedder("raise")
-    with MemoryStore(fresh_db, embedder=embedder, on_embedding_error="defer") as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, on_embedding_error="defer") as store:
         first = store.add("张三住在北京", subject="zhangsan")
         embedder.mode = "ok"
         second = store.add("张三住在北京", subject="zhangsan")
@@ -197,7 +197,7 @@ def test_defer_then_duplicate_write_with_a_working_provider_fills_the_vector(fre
 
 def test_update_follows_the_policy(fresh_db, raw):
     embedder = StubEmbedder()
-    with MemoryStore(fresh_db, embedder=embedder) as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder) as store:
         mid = store.add("Bob drinks coffee", subject="bob").id
         before = store.get(mid)
         embedder.mode = "raise"
@@ -208,7 +208,7 @@ def test_update_follows_the_policy(fresh_db, raw):
         assert embeddings(raw)["Bob drinks coffee"] is not None
         store.update(mid, importance=0.9)  # no new text: the provider is not needed
 
-    with MemoryStore(fresh_db, embedder=embedder, on_embedding_error="defer") as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, on_embedding_error="defer") as store:
         changed = store.update(mid, content="Bob drinks 乌龙茶 now")
         assert changed.content == "Bob drinks 乌龙茶 now" and changed.version == 3
         assert embeddings(raw)["Bob drinks 乌龙茶 now"] is None  # never the old text's vector
@@ -227,7 +227,7 @@ def test_update_follows_the_policy(fresh_db, raw):
 
 def test_reembed_batches_limit_and_progress(fresh_db):
     embedder = StubEmbedder("raise")
-    with MemoryStore(fresh_db, embedder=embedder, on_embedding_error="defer") as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, on_embedding_error="defer") as store:
         store.add_many([f"第{i}条记忆 memory number {i}" for i in range(7)])
         embedder.mode, embedder.calls = "ok", 0
         seen: list[tuple[int, int]] = []
@@ -242,7 +242,7 @@ def test_reembed_batches_limit_and_progress(fresh_db):
 
 def test_reembed_failure_keeps_finished_batches(fresh_db):
     embedder = StubEmbedder("raise")
-    with MemoryStore(fresh_db, embedder=embedder, on_embedding_error="defer") as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, on_embedding_error="defer") as store:
         store.add_many([f"memory {i} 记忆" for i in range(6)])
         embedder.mode, embedder.calls, embedder.fail_after = "raise", 0, 1
         with pytest.raises(EmbeddingError, match="after 2 memories"):
@@ -254,7 +254,7 @@ def test_reembed_never_stores_a_stale_vector(fresh_db, raw):
     """A row whose text changes while its batch is being embedded keeps no vector of the old
     text; it stays queued and gets the new text's vector on the next run."""
     embedder = StubEmbedder("raise")
-    with MemoryStore(fresh_db, embedder=embedder, on_embedding_error="defer") as store:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, on_embedding_error="defer") as store:
         ids = [r.id for r in store.add_many(ITEMS)]
         embedder.mode = "ok"
 
@@ -274,10 +274,10 @@ def test_reembed_never_stores_a_stale_vector(fresh_db, raw):
 
 def test_reembed_stays_in_its_tenant_and_subject(fresh_db, raw):
     embedder = StubEmbedder("raise")
-    with MemoryStore(fresh_db, embedder=embedder, on_embedding_error="defer") as a, \
-            MemoryStore(fresh_db, tenant="other", embedder=embedder,
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, on_embedding_error="defer") as a, \
+            MemoryStore(fresh_db, gate=None, tenant="other", embedder=embedder,
                         on_embedding_error="defer") as b, \
-            MemoryStore(fresh_db, subject="lisi", embedder=embedder,
+            MemoryStore(fresh_db, gate=None, subject="lisi", embedder=embedder,
                         on_embedding_error="defer") as lisi:
         a.add_many(ITEMS)
         b.add_many(ITEMS)
@@ -301,12 +301,12 @@ def test_cli_reembed(fresh_db, monkeypatch, tmp_path):
         def run(*args: str):
             return runner.invoke(cli, ["--dsn", fresh_db, *args], catch_exceptions=False)
 
-        failed = run("add", "no provider, no memory")
+        failed = run("add", "--no-gate", "no provider, no memory")
         assert failed.exit_code == 1 and failed.stderr.startswith("error: ")
         assert "EmbeddingError" not in failed.stderr and "embedding request" in failed.stderr
         monkeypatch.setenv("MEMDB_ON_EMBEDDING_ERROR", "defer")
         for text in ("用户喜欢深色模式", "The user prefers dark mode", "每周一开周会"):
-            assert run("add", text, "--json").exit_code == 0
+            assert run("add", "--no-gate", text, "--json").exit_code == 0
         assert json.loads(run("pending-embeddings", "--json").stdout) == {"pending": 3}
         still_down = run("reembed", "--json")
         assert still_down.exit_code == 1 and still_down.stderr.startswith("error: re-embedding")

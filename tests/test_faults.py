@@ -85,7 +85,7 @@ def in_flight(call) -> tuple[threading.Thread, dict]:
 
 @pytest.fixture
 def seeded(fresh_db):
-    with MemoryStore(fresh_db, embedder=NoEmbedder()) as store:
+    with MemoryStore(fresh_db, gate=None, embedder=NoEmbedder()) as store:
         store.add_many([{"content": f"记忆 {i}: Alice likes green tea variety {i}",
                          "subject": "alice", "embedding": unit(i)} for i in range(20)])
         yield store
@@ -201,7 +201,7 @@ class NoEmbedder:
 
 
 rng = np.random.default_rng(7)
-with MemoryStore(sys.argv[1], embedder=NoEmbedder()) as store:
+with MemoryStore(sys.argv[1], gate=None, embedder=NoEmbedder()) as store:
     batch = 0
     while True:
         vectors = rng.normal(size=(int(sys.argv[3]), DIMS))
@@ -375,7 +375,7 @@ def test_btree_and_gin_indexes_pass_amcheck(crashed):
 
 
 def test_store_works_after_the_crash(crashed):
-    with MemoryStore(crashed["dsn"], embedder=NoEmbedder()) as store:
+    with MemoryStore(crashed["dsn"], gate=None, embedder=NoEmbedder()) as store:
         text = "写入恢复后的数据 after recovery"
         assert store.add(text, embedding=unit(5)).created
         assert store.search_by_vector(unit(5), k=1)[0].memory.content == text

@@ -81,14 +81,14 @@ def test_redact_patterns():
 ])
 def test_unreachable_database_never_shows_the_password(logs, dsn):
     with pytest.raises(DatabaseError) as caught:
-        MemoryStore(dsn, embedder=None)
+        MemoryStore(dsn, gate=None, embedder=None)
     assert leaks(str(caught.value), full_traceback(caught.value), log_text(logs)) == []
 
 
 def test_store_with_password_dsn_keeps_it_out_of_everything(fresh_db, logs):
     with CannedOpenAI(DIMS) as api:
         embedder = OpenAIEmbedder("canned-8", DIMS, base_url=api.base_url, api_key=KEY)
-        with MemoryStore(with_password(fresh_db), embedder=embedder) as store:
+        with MemoryStore(with_password(fresh_db), gate=None, embedder=embedder) as store:
             shown = [repr(store), repr(store.db), repr(embedder), str(store.db.pool)]
             mid = store.add(MEMORY, subject="wangwu").id
             results = store.search(QUERY, k=3, subject="wangwu", explain=True)
@@ -109,7 +109,7 @@ def test_embedding_endpoint_failure_messages_hold_no_key_or_text(fresh_db, logs,
     with CannedOpenAI(DIMS, mode=mode, delay=1.5) as api:
         embedder = OpenAIEmbedder("canned-8", DIMS, base_url=api.base_url, api_key=KEY,
                                   timeout=0.5, max_retries=1)
-        with MemoryStore(with_password(fresh_db), embedder=embedder) as store:
+        with MemoryStore(with_password(fresh_db), gate=None, embedder=embedder) as store:
             with pytest.raises(EmbeddingError) as on_add:
                 store.add(MEMORY, subject="wangwu")
             with pytest.raises(EmbeddingError) as on_search:
@@ -129,7 +129,7 @@ def test_failing_custom_embedder_message_holds_no_text(fresh_db):
 
         embed_queries = embed_passages
 
-    with MemoryStore(fresh_db, embedder=Leaky()) as store:
+    with MemoryStore(fresh_db, gate=None, embedder=Leaky()) as store:
         with pytest.raises(EmbeddingError) as caught:
             store.add(MEMORY)
     # the embedder's own exception stays chained for its owner to debug; memdb's message
@@ -140,7 +140,7 @@ def test_failing_custom_embedder_message_holds_no_text(fresh_db):
 def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
     runner = CliRunner()
-    for args in (["add", MEMORY], ["search", QUERY], ["count"], ["reembed", "--json"]):
+    for args in (["add", "--no-gate", MEMORY], ["search", QUERY], ["count"], ["reembed", "--json"]):
         result = runner.invoke(cli, ["--dsn", UNREACHABLE, *args])
         assert result.exit_code == 1 and result.stderr.startswith("error: "), result.output
         assert leaks(result.output, log_text(logs)) == []
@@ -150,7 +150,7 @@ def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
                            "MEMDB_EMBED_DIMS": str(DIMS), "MEMDB_EMBED_BASE_URL": api.base_url,
                            "MEMDB_EMBED_API_KEY": KEY, "MEMDB_EMBED_MAX_RETRIES": "0"}.items():
             monkeypatch.setenv(key, value)
-        for args in (["add", MEMORY], ["search", QUERY]):
+        for args in (["add", "--no-gate", MEMORY], ["search", QUERY]):
             result = runner.invoke(cli, ["--dsn", with_password(fresh_db), *args])
             assert result.exit_code == 1 and "embedding request" in result.stderr, result.output
             assert leaks(result.output, log_text(logs)) == []
