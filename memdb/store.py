@@ -32,6 +32,7 @@ from .errors import DatabaseError, EmbeddingError, InvalidInput, NotFound, NotMi
 from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .inputs import MemoryInput, as_input
+from .lifecycle import Lifecycle
 from .models import (
     AddResult,
     Category,
@@ -94,7 +95,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore:
+class MemoryStore(Lifecycle):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.
