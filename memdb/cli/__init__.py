@@ -5,7 +5,7 @@
     memdb search "what does Alice drink?" --subject alice --json
 """
 
-from . import demo, embeddings, evaluate, memories, search  # noqa: F401  (registers the commands)
+from . import demo, embeddings, evaluate, lifecycle, memories, search  # noqa: F401  (registers the commands)
 from ._app import cli, main
 
 __all__ = ["cli", "main"]
