@@ -368,7 +368,7 @@ class Lifecycle:
                 raise NotFound(f"no review entry {params['id']}") from None
             raise
 
-    # -- a subject's export and erasure -------------------------------------------------------------
+    # -- a subject's export and erasure ------------------------------------------------------------
     def export_subject(self, subject: str, path: str | os.PathLike[str]) -> dict[str, int]:
         """Write everything memdb holds about ``subject`` to a new JSON file at ``path``
         (refuses to overwrite); returns the number of rows per table."""

@@ -48,7 +48,8 @@ class ChatLLM:
             raise InvalidInput("ChatLLM needs a model name")
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise InvalidInput("timeout must be a positive number of seconds")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or not 0 <= max_retries <= 5:
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) \
+                or not 0 <= max_retries <= 5:
             raise InvalidInput("max_retries must be an integer from 0 to 5")
         from openai import OpenAI
 
@@ -105,6 +106,7 @@ def llm_from_env() -> ChatLLM | None:
     try:
         timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT
     except ValueError:
-        raise InvalidInput(f"MEMDB_LLM_TIMEOUT must be a number of seconds, got {raw_timeout!r}") from None
+        raise InvalidInput(
+            f"MEMDB_LLM_TIMEOUT must be a number of seconds, got {raw_timeout!r}") from None
     return ChatLLM(os.environ.get("MEMDB_LLM_BASE_URL") or None,
                    api_key=os.environ.get("MEMDB_LLM_API_KEY"), model=model, timeout=timeout)

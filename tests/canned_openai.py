@@ -98,7 +98,8 @@ class CannedOpenAI:
                     time.sleep(step.seconds)
                 text = step.text
                 self._send(200, {
-                    "id": "chatcmpl-canned", "object": "chat.completion", "created": int(time.time()),
+                    "id": "chatcmpl-canned", "object": "chat.completion",
+                    "created": int(time.time()),
                     "model": body.get("model", "canned"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],

@@ -95,7 +95,8 @@ def world(fresh_db, embedder):
     store = MemoryStore(fresh_db, embedder=embedder, actor="tester")
     other = MemoryStore(fresh_db, tenant="other", embedder=embedder)
     alice = [store.add(f"{MARK_EN} Alice prefers green tea", subject="alice").id,
-             store.add(f"李四的暗号是{MARK_ZH}，他喜欢绿茶", subject="alice", category="entities").id,
+             store.add(f"李四的暗号是{MARK_ZH}，他喜欢绿茶", subject="alice",
+                       category="entities").id,
              store.add("Alice lives in Berlin", subject="alice",
                        metadata={"note": f"{MARK_EN} in metadata"}, tags=["zqxmarker7-tag"]).id]
     store.update(alice[2], content=f"Alice lives in Hamburg ({MARK_EN})", reason="moved")

@@ -23,6 +23,10 @@ def add(raw, items: list[dict]) -> list:
     return [r[1] for r in rows]
 
 
+def one(raw, query: str, params: tuple = ()):
+    return raw.execute(query, params).fetchone()[0]
+
+
 def ids_of(raw, query: str, params: tuple = ()) -> list:
     return [r[0] for r in raw.execute(query, params).fetchall()]
 
@@ -65,8 +69,8 @@ def test_purge_expired_batch_dry_run_limit_and_history(raw):
 
 def test_expired_rows_are_never_returned(raw):
     add(raw, [{"content": "过期的提醒 expired reminder", "expires_at": "2020-01-01T00:00:00Z"}])
-    assert raw.execute("SELECT count(*) FROM memdb.list_memories('default', '{}')").fetchone()[0] == 0
-    assert raw.execute("SELECT count(*) FROM memdb.search_bm25('default', '过期的提醒')").fetchone()[0] == 0
+    assert one(raw, "SELECT count(*) FROM memdb.list_memories('default', '{}')") == 0
+    assert one(raw, "SELECT count(*) FROM memdb.search_bm25('default', '过期的提醒')") == 0
 
 
 # -- forgetting strategies -------------------------------------------------------------------------
@@ -136,19 +140,20 @@ def test_batch_limit_bounds_each_call(raw):
 
 
 def test_system_memories_are_never_forgotten_by_any_step(raw):
-    ids = add(raw, [{"content": f"系统规则 system rule {i}", "category": "system", "importance": 0.0,
+    ids = add(raw, [{"content": f"系统规则 system rule {i}", "category": "system",
+                     "importance": 0.0,
                      "kind": "working", "scope": "session", "session_id": "s"} for i in range(5)])
     raw.execute("UPDATE memdb.memories SET status = 'hypothesis', confidence = 0.3")
     age(raw, ids, 1000)
     age(raw, ids, 1000, "updated_at")
-    out = raw.execute("SELECT memdb.run_maintenance(NULL, '{\"capacity_per_session\": 0}')").fetchone()[0]
+    out = one(raw, "SELECT memdb.run_maintenance(NULL, '{\"capacity_per_session\": 0}')")
     assert out["steps"]["forget_importance"] == 0 and out["steps"]["forget_age"] == 0
     assert out["steps"]["forget_capacity"] == 0
     assert out["steps"]["hypotheses"] == {"decayed": 5, "forgotten": 0}
     assert existing(raw, ids) == set(ids)
 
 
-# -- hypotheses --------------------------------------------------------------------------------------
+# -- hypotheses ------------------------------------------------------------------------------------
 def test_hypothesis_confidence_decays_exponentially_and_falls_below_floor(raw):
     ids = add(raw, [{"content": "user might be vegetarian", "confidence": 0.8},
                     {"content": "用户可能住在上海", "confidence": 0.8},
@@ -162,14 +167,15 @@ def test_hypothesis_confidence_decays_exponentially_and_falls_below_floor(raw):
     assert [r[0] for r in dry] == [ids[1], ids[0]]
     assert dry[0][3] == "forget" and dry[0][2] == pytest.approx(0.1, abs=1e-3)
     assert dry[1][3] == "decay" and dry[1][2] == pytest.approx(0.4, abs=1e-3)
-    real = raw.execute("SELECT id, action FROM memdb.decay_hypotheses('default', 7, 0.2)").fetchall()
+    real = raw.execute("SELECT id, action "
+                       "FROM memdb.decay_hypotheses('default', 7, 0.2)").fetchall()
     assert sorted(real) == sorted((r[0], r[3]) for r in dry)
     conf = dict(raw.execute("SELECT id, confidence FROM memdb.memories").fetchall())
     assert ids[1] not in conf
     assert conf[ids[0]] == pytest.approx(0.4, abs=1e-3)
     assert conf[ids[2]] == pytest.approx(0.8) and conf[ids[3]] == pytest.approx(0.8)
     # the decay moved updated_at: running again right away changes nothing (no double decay)
-    assert raw.execute("SELECT count(*) FROM memdb.decay_hypotheses('default', 7, 0.2)").fetchone()[0] == 0
+    assert one(raw, "SELECT count(*) FROM memdb.decay_hypotheses('default', 7, 0.2)") == 0
     # a further half-life later the decay continues from 0.4, not from the original 0.8
     age(raw, [ids[0]], 7, "updated_at")
     raw.execute("SELECT * FROM memdb.decay_hypotheses('default', 7, 0.2)")
@@ -180,7 +186,7 @@ def test_hypothesis_confidence_decays_exponentially_and_falls_below_floor(raw):
     assert reasons == ["decay: unconfirmed hypothesis (half-life 7 days)"] * 2
 
 
-# -- run_maintenance ----------------------------------------------------------------------------------
+# -- run_maintenance -------------------------------------------------------------------------------
 def _messy(raw, tenant: str = "default") -> dict:
     ids = {
         "expired": add(raw, [{"content": f"{tenant} expired", "tenant": tenant,
@@ -196,7 +202,8 @@ def _messy(raw, tenant: str = "default") -> dict:
         "keep": add(raw, [{"content": f"{tenant} keep", "tenant": tenant}]),
     }
     age(raw, ids["old"], 365)
-    raw.execute("UPDATE memdb.memories SET status = 'hypothesis' WHERE id = ANY(%s)", (ids["guess"],))
+    raw.execute("UPDATE memdb.memories SET status = 'hypothesis' WHERE id = ANY(%s)",
+                (ids["guess"],))
     age(raw, ids["guess"], 14, "updated_at")  # 0.5 -> 0.125, below the floor
     return ids
 
@@ -208,17 +215,17 @@ def test_run_maintenance_counts_dry_run_and_idempotency(raw):
     ids = _messy(raw)
     before = raw.execute("SELECT count(*), (SELECT count(*) FROM memdb.memory_history) "
                          "FROM memdb.memories").fetchone()
-    dry = raw.execute("SELECT memdb.run_maintenance('default', %s, true)", (OPTS,)).fetchone()[0]
+    dry = one(raw, "SELECT memdb.run_maintenance('default', %s, true)", (OPTS,))
     assert raw.execute("SELECT count(*), (SELECT count(*) FROM memdb.memory_history) "
                        "FROM memdb.memories").fetchone() == before
     expected = {"purge_expired": 1, "forget_importance": 3, "forget_age": 2,
                 "forget_capacity": 2, "hypotheses": {"decayed": 0, "forgotten": 1}}
     assert dry["steps"] == expected and dry["dry_run"] is True and dry["more"] is False
-    real = raw.execute("SELECT memdb.run_maintenance('default', %s)", (OPTS,)).fetchone()[0]
+    real = one(raw, "SELECT memdb.run_maintenance('default', %s)", (OPTS,))
     assert real["steps"] == expected and real["skipped"] is False
     left = existing(raw, [i for group in ids.values() for i in group])
     assert left == {*ids["working"][2:], *ids["keep"]}
-    again = raw.execute("SELECT memdb.run_maintenance('default', %s)", (OPTS,)).fetchone()[0]
+    again = one(raw, "SELECT memdb.run_maintenance('default', %s)", (OPTS,))
     assert again["steps"] == {"purge_expired": 0, "forget_importance": 0, "forget_age": 0,
                               "forget_capacity": 0, "hypotheses": {"decayed": 0, "forgotten": 0}}
 
@@ -232,7 +239,7 @@ def test_run_maintenance_all_tenants_as_admin_one_tenant_as_app(raw, fresh_db):
     assert out["steps"]["forget_importance"] == 3
     left = dict(raw.execute("SELECT tenant, count(*) FROM memdb.memories GROUP BY 1").fetchall())
     assert left == {"acme": 4, "globex": 13}
-    out = raw.execute("SELECT memdb.run_maintenance(NULL, %s)", (OPTS,)).fetchone()[0]
+    out = one(raw, "SELECT memdb.run_maintenance(NULL, %s)", (OPTS,))
     assert out["steps"]["forget_importance"] == 3 and out["tenant"] is None
     left = dict(raw.execute("SELECT tenant, count(*) FROM memdb.memories GROUP BY 1").fetchall())
     assert left == {"acme": 4, "globex": 4}
@@ -240,14 +247,14 @@ def test_run_maintenance_all_tenants_as_admin_one_tenant_as_app(raw, fresh_db):
 
 def test_run_maintenance_batches_and_reports_more(raw):
     add(raw, [{"content": f"noise {i}", "importance": 0.01} for i in range(7)])
-    out = raw.execute("SELECT memdb.run_maintenance(NULL, '{\"batch_limit\": 5}')").fetchone()[0]
+    out = one(raw, "SELECT memdb.run_maintenance(NULL, '{\"batch_limit\": 5}')")
     assert out["steps"]["forget_importance"] == 5 and out["more"] is True
-    out = raw.execute("SELECT memdb.run_maintenance(NULL, '{\"batch_limit\": 5}')").fetchone()[0]
+    out = one(raw, "SELECT memdb.run_maintenance(NULL, '{\"batch_limit\": 5}')")
     assert out["steps"]["forget_importance"] == 2 and out["more"] is False
 
 
 def test_run_maintenance_steps_option_and_bad_options(raw):
-    out = raw.execute("SELECT memdb.run_maintenance(NULL, '{\"steps\": [\"purge_expired\"]}')").fetchone()[0]
+    out = one(raw, "SELECT memdb.run_maintenance(NULL, '{\"steps\": [\"purge_expired\"]}')")
     assert out["steps"] == {"purge_expired": 0}
     for bad in ('{"nope": 1}', '{"steps": ["vacuum"]}', '{"batch_limit": 0}'):
         with pytest.raises(psycopg.Error) as info:
@@ -260,11 +267,11 @@ def test_two_runs_never_overlap(raw, fresh_db):
     with psycopg.connect(fresh_db) as first:
         held = first.execute("SELECT memdb.run_maintenance()").fetchone()[0]
         assert held["skipped"] is False  # the lock is held until `first` commits
-        second = raw.execute("SELECT memdb.run_maintenance()").fetchone()[0]
+        second = one(raw, "SELECT memdb.run_maintenance()")
         assert second["skipped"] is True and second["steps"] == {}
         # another tenant's run has its own lock
-        assert raw.execute("SELECT memdb.run_maintenance('acme')").fetchone()[0]["skipped"] is False
-    assert raw.execute("SELECT memdb.run_maintenance()").fetchone()[0]["skipped"] is False
+        assert one(raw, "SELECT memdb.run_maintenance('acme')")["skipped"] is False
+    assert one(raw, "SELECT memdb.run_maintenance()")["skipped"] is False
 
 
 def test_run_maintenance_skips_locked_rows_instead_of_waiting(raw, fresh_db):
@@ -287,7 +294,7 @@ def test_run_maintenance_skips_locked_rows_instead_of_waiting(raw, fresh_db):
     assert existing(raw, ids) == {ids[0]}
 
 
-# -- consolidation -------------------------------------------------------------------------------------
+# -- consolidation ---------------------------------------------------------------------------------
 def test_consolidate_session_moves_important_working_memories(raw):
     ids = add(raw, [
         {"content": "decided to use PostgreSQL", "kind": "working", "scope": "session",
@@ -299,7 +306,8 @@ def test_consolidate_session_moves_important_working_memories(raw):
         {"content": "other session", "kind": "working", "scope": "session", "session_id": "s2",
          "importance": 0.9},
     ])
-    dry = raw.execute("SELECT id FROM memdb.consolidate_session('default', 's1', 0.6, NULL, true)").fetchall()
+    dry = raw.execute("SELECT id "
+                      "FROM memdb.consolidate_session('default', 's1', 0.6, NULL, true)").fetchall()
     real = raw.execute("SELECT id, old_importance, new_importance "
                        "FROM memdb.consolidate_session('default', 's1', 0.6)").fetchall()
     assert [r[0] for r in dry] == [r[0] for r in real]
@@ -313,10 +321,10 @@ def test_consolidate_session_moves_important_working_memories(raw):
     assert rows[ids[2]][0] == "working" and rows[ids[3]][0] == "working"
     assert ids_of(raw, "SELECT reason FROM memdb.memory_history WHERE memory_id = %s AND "
                        "op = 'update'", (ids[0],)) == ["consolidate: session s1"]
-    assert raw.execute("SELECT count(*) FROM memdb.consolidate_session('default', 's1')").fetchone()[0] == 0
+    assert one(raw, "SELECT count(*) FROM memdb.consolidate_session('default', 's1')") == 0
 
 
-# -- review queue ----------------------------------------------------------------------------------------
+# -- review queue ----------------------------------------------------------------------------------
 def _propose(raw, content: str, subject: str = "alice", reason: str = "rule"):
     return raw.cursor(row_factory=tuple_row).execute(
         "INSERT INTO memdb.review_queue (tenant, subject, content, content_hash, reason) "
@@ -328,17 +336,21 @@ def test_review_approve_and_reject(raw):
     raw.row_factory = dict_row
     a = _propose(raw, "部署前必须先跑测试")
     b = _propose(raw, "Never deploy on Fridays")
-    mid = raw.execute("SELECT memdb.review_approve('default', %s, 'ops-lead') AS m", (a,)).fetchone()["m"]
+    mid = raw.execute("SELECT memdb.review_approve('default', %s, 'ops-lead') AS m",
+                      (a,)).fetchone()["m"]
     m = raw.execute("SELECT * FROM memdb.memories WHERE id = %s", (mid,)).fetchone()
     assert (m["content"], m["category"], m["kind"], m["subject"]) == \
         ("部署前必须先跑测试", "system", "procedural", "alice")
-    assert m["source_type"] == "system" and m["source_id"] == f"review:{a}" and m["tags"] == ["rule"]
+    assert m["source_type"] == "system" and m["source_id"] == f"review:{a}"
+    assert m["tags"] == ["rule"]
     q = raw.execute("SELECT * FROM memdb.review_queue WHERE id = %s", (a,)).fetchone()
     assert (q["status"], q["decided_by"], q["memory_id"]) == ("approved", "ops-lead", mid)
     assert q["decided_at"] is not None
-    h = raw.execute("SELECT reason FROM memdb.memory_history WHERE memory_id = %s", (mid,)).fetchone()
+    h = raw.execute("SELECT reason FROM memdb.memory_history WHERE memory_id = %s",
+                    (mid,)).fetchone()
     assert h["reason"] == "review: approved by ops-lead"
-    assert raw.execute("SELECT memdb.review_reject('default', %s, 'ops-lead') AS r", (b,)).fetchone()["r"]
+    assert raw.execute("SELECT memdb.review_reject('default', %s, 'ops-lead') AS r",
+                       (b,)).fetchone()["r"]
     q = raw.execute("SELECT * FROM memdb.review_queue WHERE id = %s", (b,)).fetchone()
     assert q["status"] == "rejected" and q["memory_id"] is None and q["decided_by"] == "ops-lead"
     assert raw.execute("SELECT count(*) AS n FROM memdb.memories").fetchone()["n"] == 1
