@@ -73,6 +73,7 @@ def test_consolidate_summarize_sediment_review(fresh_db: str) -> None:
     assert "already done today" in text.stdout
 
     [pending] = ok_json(fresh_db, "review", "list")
+    assert ok_json(fresh_db, "review") == [pending]  # bare `memdb review` lists pending
     listing = run(fresh_db, "review", "list")
     assert pending["id"] in listing.stdout
     approved = ok_json(fresh_db, "review", "approve", pending["id"], "--by", "lead")

@@ -156,9 +156,16 @@ def sediment(subject: str | None, days: int, min_sessions: int, dry_run: bool,
             click.echo(f"  {m['class']:<10} {m['destination']:<6} {short(m['content'], 100)}")
 
 
-@cli.group()
-def review() -> None:
-    """The review queue: rules proposed by sedimentation become memories once approved."""
+@cli.group(invoke_without_command=True)
+@json_option
+@click.pass_context
+def review(ctx: click.Context, as_json: bool) -> None:
+    """The review queue: rules proposed by sedimentation become memories once approved.
+
+    Without a subcommand: list the pending entries (as `memdb review list`).
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(review_list, status="pending", subject=None, limit=100, as_json=as_json)
 
 
 @review.command("list")
