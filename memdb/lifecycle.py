@@ -217,11 +217,11 @@ class Lifecycle:
                          "fallback_reason": result.fallback_reason,
                          "source_ids": [str(i) for i in source_ids]},
         }
-        [(memory_id, created)] = self._write([item], f"summary of session {session_id}")
+        [(memory_id, created)] = self._write_direct([item], f"summary of session {session_id}")
         return SessionSummary(session_id, owner, result.text, result.path,
                               result.fallback_reason, source_ids, memory_id, created)
 
-    def _write(self, items: list[dict[str, Any]], reason: str, conn: Any = None
+    def _write_direct(self, items: list[dict[str, Any]], reason: str, conn: Any = None
                ) -> list[tuple[UUID, bool]]:
         """Write memories through memdb.add_memories (embedded here), in ``conn``'s
         transaction or a new one; (id, created) per item."""
@@ -303,7 +303,7 @@ class Lifecycle:
                 "written": Jsonb({})}).fetchone()
             if inserted is None:  # a concurrent run of the same day and sources won
                 return SedimentResult(**base, skipped=True)
-            written = self._write(items, "sediment", conn)
+            written = self._write_direct(items, "sediment", conn)
             stored = tuple({**c.to_dict(), "id": str(mid)}
                            for c, (mid, _) in zip(to_store, written, strict=True))
             proposed = []

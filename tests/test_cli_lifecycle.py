@@ -32,7 +32,7 @@ def ok_json(dsn: str, *args: str) -> object:
 
 
 def add(dsn: str, text: str, *args: str) -> str:
-    return ok_json(dsn, "add", text, *args)["id"]
+    return ok_json(dsn, "add", "--no-gate", text, *args)["id"]
 
 
 def test_maintain_dry_run_then_real(fresh_db: str) -> None:

@@ -92,8 +92,8 @@ def bm25_consistent(dsn: str) -> None:
 def world(fresh_db, embedder):
     """alice (with the markers everywhere she can put them) and bob in tenant 'default';
     a same-named alice in tenant 'other'."""
-    store = MemoryStore(fresh_db, embedder=embedder, actor="tester")
-    other = MemoryStore(fresh_db, tenant="other", embedder=embedder)
+    store = MemoryStore(fresh_db, gate=None, embedder=embedder, actor="tester")
+    other = MemoryStore(fresh_db, gate=None, tenant="other", embedder=embedder)
     alice = [store.add(f"{MARK_EN} Alice prefers green tea", subject="alice").id,
              store.add(f"李四的暗号是{MARK_ZH}，他喜欢绿茶", subject="alice",
                        category="entities").id,

@@ -34,7 +34,7 @@ SESSION_ZH = [
 
 @pytest.fixture
 def janitor(fresh_db, embedder):
-    with MemoryStore(fresh_db, embedder=embedder, actor="janitor") as s:
+    with MemoryStore(fresh_db, gate=None, embedder=embedder, actor="janitor") as s:
         yield s
 
 
@@ -101,7 +101,8 @@ def test_maintain_dry_run_equals_real_run_and_is_idempotent(janitor, fresh_db):
 
 
 def test_maintain_all_tenants_runs_as_admin(fresh_db, embedder):
-    stores = [MemoryStore(fresh_db, tenant=t, embedder=embedder) for t in ("acme", "globex")]
+    stores = [MemoryStore(fresh_db, gate=None, tenant=t, embedder=embedder)
+              for t in ("acme", "globex")]
     try:
         for s in stores:
             s.add("noise", importance=0.01)
