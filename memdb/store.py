@@ -69,6 +69,10 @@ _STORE_GATE: Any = object()  # "the store's own gate" (add/add_many's default)
 _NEW_ROW = ("created", "hypothesis", "superseded")
 
 
+# Fields whose change makes an update pass the write gate again.
+_GATED_FIELDS = frozenset({"content", "kind", "category", "source_type", "source_id"})
+
+
 def _result(row: dict[str, Any], decision: Decision | None, dry_run: bool,
             deferred: bool = False) -> AddResult:
     """An AddResult from a memdb.write_memories row and the gate's decision."""
@@ -328,11 +332,15 @@ class MemoryStore(Lifecycle):
             raise
 
     def update(self, memory_id: UUID | str, *, reason: str | None = None,
-               embedding: Any = None, **changes: Any) -> Memory:
+               embedding: Any = None, gate: WritePolicy | None | object = _STORE_GATE,
+               bypass_gate: bool = False, **changes: Any) -> Memory:
         """Change fields of a current memory (content re-embeds; version +1; history row).
 
         Fields: content, search_context, kind, category, agent, norm_key, importance,
         confidence, source_type, source_id, metadata, tags, expires_at (None clears it), ttl.
+        A change of content, kind, category, source_type or source_id passes the write gate as
+        the updated memory would (raises :class:`~memdb.errors.Rejected` if refused, changing
+        nothing), unless ``bypass_gate`` or ``gate=None``.
         """
         mid = _uuid(memory_id)
         if not changes and embedding is None:
@@ -370,11 +378,16 @@ class MemoryStore(Lifecycle):
                     clean["ttl_seconds"] = ttl.total_seconds()
             else:
                 raise InvalidInput(f"memory field {key!r} cannot be updated")
+        current: Memory | None = None
+        policy = self._policy(gate)
+        if policy is not None and not bypass_gate and _GATED_FIELDS.intersection(clean):
+            current = self.get(mid)
+            self._check_update(policy, current, clean)
         vector = None
         if embedding is not None:
             vector = check_vector(embedding, self.embedder.dims)
         elif "content" in clean or "search_context" in clean:
-            current = self.get(mid)
+            current = current or self.get(mid)
             text = clean.get("content", current.content)
             context = clean.get("search_context", current.search_context)
             computed = self._embed_passages([f"{context}\n{text}" if context else text])
@@ -389,6 +402,21 @@ class MemoryStore(Lifecycle):
         if row["id"] is None:
             raise NotFound(f"no current memory {mid}")
         return self.get(mid)
+
+    @staticmethod
+    def _check_update(policy: WritePolicy, current: Memory, clean: dict[str, Any]) -> None:
+        """Raise Rejected if the memory as updated would not pass the gate as a new write."""
+        candidate = MemoryInput(
+            content=clean.get("content", current.content), subject=current.subject,
+            kind=clean.get("kind", current.kind), category=clean.get("category", current.category),
+            scope=current.scope, project_id=current.project_id, session_id=current.session_id,
+            source_type=clean.get("source_type", current.source_type),
+            source_id=clean.get("source_id", current.source_id),
+            tags=list(current.tags), status=current.status)
+        decision = policy.decide(candidate)
+        if decision.item is None:
+            raise Rejected("the write gate refused the update: " + "; ".join(decision.reasons),
+                           decision.reasons)
 
     def delete(self, memory_id: UUID | str, *, reason: str | None = None) -> None:
         """Delete a memory (history keeps a 'delete' row); NotFound if there is none."""

@@ -479,3 +479,12 @@ def test_gate_command_only_prints_decisions(fresh_db: str) -> None:
                "--source-id", "p")
     assert text.exit_code == 0 and text.stdout.startswith("accepted")
     assert rows(fresh_db) == 0
+
+
+def test_update_content_passes_the_gate(fresh_db: str) -> None:
+    mid = add(fresh_db, "张伟住在上海浦东新区", "--source-id", "chat-1#2")
+    refused = run(fresh_db, "update", mid, "--content", "好的")
+    assert refused.exit_code == 1 and "write gate refused the update" in refused.stderr
+    assert ok_json(fresh_db, "get", mid)["content"] == "张伟住在上海浦东新区"
+    forced = ok_json(fresh_db, "update", mid, "--content", "好的", "--no-gate")
+    assert forced["content"] == "好的" and forced["version"] == 2

@@ -394,3 +394,29 @@ def test_write_memories_from_sql(raw):
     assert out == [(1, "created"), (2, "superseded"), (3, "duplicate")]
     assert raw.execute("SELECT count(*) FROM memdb.memories WHERE valid_to IS NULL"
                        ).fetchone()[0] == 1
+
+
+def test_update_passes_the_gate_like_an_add(fresh_db, embedder):
+    """A change of content (or kind/category/source) is checked as the memory would be if it
+    were written new: a refused update raises Rejected and changes nothing; bypass_gate and
+    unrelated fields skip the check."""
+    from memdb import MemoryStore, Rejected
+
+    with MemoryStore(fresh_db, embedder=embedder) as store:
+        mid = store.add("张伟住在上海浦东新区", subject="zw", source_id="chat-1#2").id
+        for bad in ("好的", "我猜张伟住在北京", "ok"):
+            with pytest.raises(Rejected) as refused:
+                store.update(mid, content=bad)
+            assert refused.value.reasons
+        with pytest.raises(Rejected):
+            store.update(mid, kind="procedural")  # a rule needs a rule cue
+        after = store.get(mid)
+        assert (after.content, after.version, after.kind) == ("张伟住在上海浦东新区", 1, "semantic")
+        assert store.update(mid, importance=0.9).version == 2  # not a gated field
+        assert store.update(mid, content="好的呀", bypass_gate=True).content == "好的呀"
+        english = store.add("Alice works at Acme in Berlin", subject="alice",
+                            source_id="chat-2#1").id
+        assert store.update(english, content="Alice works at Initech in Munich",
+                            source_id="chat-2#9").version == 2
+        with pytest.raises(Rejected):
+            store.update(english, content="Alice probably works remotely")

@@ -174,10 +174,12 @@ def mark_used(memory_ids: tuple[str, ...], subject: str | None, as_json: bool) -
     (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
     (["--no-expiry"], {"is_flag": True, "help": "Never expire."}),
     (["--reason"], {"help": "Why, recorded in the history."}),
+    (["--no-gate"], {"is_flag": True,
+                     "help": "Skip the write gate's checks of the changed memory."}),
 )
 @json_option
 def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
-           **options: Any) -> None:
+           no_gate: bool, **options: Any) -> None:
     """Change fields of the memory ID (its version goes up by one)."""
     changes = {k: val for k, val in options.items() if val is not None and val != ()}
     if "metadata" in changes:
@@ -188,7 +190,7 @@ def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
         if "ttl" in changes or "expires_at" in changes:
             raise InvalidInput("give --no-expiry or --ttl/--expires-at, not both")
         changes["expires_at"] = None
-    memory = store().update(memory_id, reason=reason, **changes)
+    memory = store().update(memory_id, reason=reason, bypass_gate=no_gate, **changes)
     if as_json:
         emit_json(memory.to_dict())
     else:
