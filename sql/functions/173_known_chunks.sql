@@ -1,0 +1,28 @@
+-- memdb.known_chunks(p_tenant text, p_document jsonb, p_texts text[], p_contexts text[],
+--                    p_space_id integer) -> SETOF integer
+-- Which chunks (1-based positions in p_texts) need no new vector: a current memory with the
+-- same normalized text already exists in the document's scope (p_document: uri, subject,
+-- scope, project_id, session_id) with a vector in space p_space_id, and it is not one of this
+-- document's own memories whose search context (p_contexts[i]) changed. memdb.ingest_document
+-- will reuse those memories, so the caller embeds only the rest.
+CREATE OR REPLACE FUNCTION memdb.known_chunks(p_tenant text, p_document jsonb, p_texts text[],
+                                              p_contexts text[], p_space_id integer)
+RETURNS SETOF integer
+LANGUAGE sql STABLE
+AS $$
+    SELECT t.ord::integer
+    FROM unnest(p_texts, p_contexts) WITH ORDINALITY AS t(content, context, ord)
+    WHERE EXISTS (
+        SELECT 1 FROM memdb.memories m
+        LEFT JOIN memdb.documents d ON d.id = m.document_id
+        WHERE m.tenant = p_tenant
+          AND m.subject = coalesce(p_document ->> 'subject', 'default')
+          AND m.scope = coalesce(p_document ->> 'scope', 'user')
+          AND m.project_id IS NOT DISTINCT FROM p_document ->> 'project_id'
+          AND m.session_id IS NOT DISTINCT FROM p_document ->> 'session_id'
+          AND m.content_hash = memdb.content_hash(t.content) AND m.valid_to IS NULL
+          AND m.embedding IS NOT NULL AND m.space_id = p_space_id
+          AND (d.uri IS DISTINCT FROM p_document ->> 'uri'
+               OR m.search_context IS NOT DISTINCT FROM t.context))
+    ORDER BY 1
+$$;
