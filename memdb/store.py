@@ -33,6 +33,7 @@ from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .inputs import MemoryInput, as_input
 from .lifecycle import Lifecycle
+from .ingest import Ingest
 from .models import (
     AddResult,
     Category,
@@ -99,7 +100,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore(Lifecycle):
+class MemoryStore(Lifecycle, Ingest):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.
