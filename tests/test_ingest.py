@@ -413,3 +413,110 @@ def test_concurrent_reader_never_sees_half_a_document(fresh_db, tmp_path):
             thread.join()
         assert seen and all(len(s) == 1 for s in seen), [s for s in seen if len(s) != 1]
         assert len([s for s in seen if s]) >= 1
+
+
+def _minimal_pdf(pages: list[str], title: str) -> bytes:
+    """A small valid PDF (one Helvetica text line per page), written by hand."""
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>", ""]
+    kids = []
+    for text in pages:
+        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+        page_no, content_no = len(objects) + 1, len(objects) + 2
+        kids.append(f"{page_no} 0 R")
+        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                       f"/Resources << /Font << /F1 {{font}} 0 R >> >> "
+                       f"/Contents {content_no} 0 R >>")
+        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream.decode()}\nendstream")
+    font_no = len(objects) + 1
+    objects.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    info_no = len(objects) + 1
+    objects.append(f"<< /Title ({title}) >>")
+    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
+    objects = [o.replace("{font}", str(font_no)) for o in objects]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    out += (f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info {info_no} 0 R >>\n"
+            f"startxref\n{xref}\n%%EOF\n").encode()
+    return bytes(out)
+
+
+def test_html_and_pdf_formats(hstore, tmp_path, raw):
+    (tmp_path / "page.html").write_text(
+        "<html><head><meta charset='utf-8'><title>Billing &amp; keys</title></head><body>"
+        "<h1>Billing</h1><p>Invoices go out on the <b>first</b> of the month.</p>"
+        "<h2>密钥</h2><p>密钥每九十天轮换一次。</p><script>var x = 1;</script></body></html>",
+        encoding="utf-8")
+    (tmp_path / "manual.pdf").write_bytes(_minimal_pdf(
+        ["The pump must be serviced every 500 hours.", "Warranty lasts two years."],
+        "Pump manual"))
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf\n")
+    report = hstore.ingest([tmp_path])
+    by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
+    assert by_name["page.html"].status == "created", by_name["page.html"]
+    assert by_name["manual.pdf"].status == "created", by_name["manual.pdf"]
+    assert by_name["broken.pdf"].error_kind == "unreadable"
+    docs = {d.uri.rsplit("/", 1)[-1]: d for d in hstore.documents()}
+    assert (docs["page.html"].title, docs["page.html"].format) == ("Billing & keys", "html")
+    assert (docs["manual.pdf"].title, docs["manual.pdf"].format) == ("Pump manual", "pdf")
+    assert docs["manual.pdf"].metadata["pages"] == 2
+    html_text, pdf_text = (raw.execute("SELECT content FROM memdb.documents WHERE uri LIKE %s",
+                                       (f"%{n}",)).fetchone()[0]
+                           for n in ("page.html", "manual.pdf"))
+    assert "# Billing" in html_text and "## 密钥" in html_text and "var x" not in html_text
+    assert "serviced every 500 hours" in pdf_text and "Warranty lasts two years" in pdf_text
+    paths = raw.execute("SELECT DISTINCT heading_path FROM memdb.document_chunks c "
+                        "JOIN memdb.documents d ON d.id = c.document_id "
+                        "WHERE d.format = 'html'").fetchall()
+    assert ["Billing", "密钥"] in [p[0] for p in paths]
+
+
+def test_missing_extra_is_reported_with_its_name(hstore, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pypdf(name, *args, **kwargs):
+        if name == "pypdf" or name.startswith("pypdf."):
+            raise ImportError("No module named 'pypdf'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pypdf)
+    (tmp_path / "m.pdf").write_bytes(_minimal_pdf(["hello"], "t"))
+    (tmp_path / "ok.md").write_text("# ok\n\nfine", encoding="utf-8")
+    report = hstore.ingest([tmp_path])
+    by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
+    assert by_name["m.pdf"].error_kind == "missing_dependency"
+    assert 'pip install "memdb[docs]"' in by_name["m.pdf"].error
+    assert by_name["ok.md"].status == "created"
+
+
+def test_search_finds_chunks_with_citations_and_parents(fresh_db, embedder, docs):
+    with MemoryStore(fresh_db, embedder=embedder) as store:
+        store.ingest([docs], chunk_tokens=48, overlap=8, parent_tokens=512)
+        hits = store.search_documents("how often are API keys rotated?", k=3)
+        top = hits[0]
+        assert "rotated every 90 days" in top.hit.memory.content
+        cite = top.citation
+        assert cite.uri == f"file://{docs}/deploy.md"
+        assert cite.heading_path == ("Deployment guide", "Rotating keys")
+        assert EN_DOC[cite.char_start:cite.char_end] == top.hit.memory.content
+        zh = store.search_documents("密钥多久轮换一次", k=3)
+        assert zh[0].citation.uri.endswith("部署.md")
+        assert "九十天" in zh[0].hit.memory.content
+        # parent/child: small chunks are searched, their sections come back, once each
+        parents = store.search_documents("rolling out deploys on Fridays", k=2, parents=True)
+        assert parents[0].parent_text is not None
+        assert "## Rolling out" in parents[0].parent_text
+        assert "make release" in parents[0].parent_text  # the whole section
+        keys = [(p.citation.document_id, p.citation.parent_start) for p in parents]
+        assert len(keys) == len(set(keys))
+        # plain search sees document chunks too, with their provenance in metadata
+        plain = store.search("vault rotate billing", k=1)
+        assert plain[0].memory.source_type == "document"
+        assert plain[0].memory.metadata["document_uri"] == cite.uri

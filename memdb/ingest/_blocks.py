@@ -58,8 +58,9 @@ def markdown_blocks(text: str) -> list[Block]:
             para_start = None
 
     while i < n:
-        start, end = lines[i]
-        line = text[start:end]
+        line_start, end = lines[i]
+        line = text[line_start:end]
+        start = line_start + (len(line) - len(line.lstrip()))  # blocks start at their text
         fence = _FENCE.match(line)
         if fence:
             close_paragraph()
@@ -93,7 +94,7 @@ def markdown_blocks(text: str) -> list[Block]:
             close_paragraph()
         else:
             if para_start is None:
-                para_start = start + (len(line) - len(line.lstrip()))
+                para_start = start
             para_end = end
         i += 1
     close_paragraph()
