@@ -520,3 +520,41 @@ def test_search_finds_chunks_with_citations_and_parents(fresh_db, embedder, docs
         plain = store.search("vault rotate billing", k=1)
         assert plain[0].memory.source_type == "document"
         assert plain[0].memory.metadata["document_uri"] == cite.uri
+
+
+def test_cli_ingest_documents_search_and_remove(fresh_db, docs, monkeypatch, tmp_path):
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from memdb.cli import cli
+
+    monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
+    (docs / "bad.txt").write_bytes(b"\x00\x00binary\x00")
+
+    def run(*args: str, input: str | None = None):
+        return CliRunner().invoke(cli, ["--dsn", fresh_db, *args], input=input,
+                                  catch_exceptions=False)
+
+    result = run("ingest", str(docs), "--json", "--tag", "kb", "--category", "*.txt=events")
+    assert result.exit_code == 1  # one file failed: reported, the rest ingested
+    data = _json.loads(result.stdout)
+    assert data["counts"] == {"created": 3, "error": 1}
+    assert data["seconds"]["embed"] >= 0 and data["chunks"] > 0
+    assert "ingest" not in result.stderr  # --json: no progress bar
+    (docs / "bad.txt").unlink()
+    result = run("ingest", str(docs), "--prune", "--tag", "kb", "--category", "*.txt=events")
+    assert result.exit_code == 0, result.output
+    assert "3 unchanged" in result.stdout  # the failed file was never stored: nothing to prune
+    result = run("ingest", "-", "--id", "kb:stdin", "--json",
+                 input="# 标题\n\n来自标准输入的文本。")
+    assert _json.loads(result.stdout)["counts"] == {"created": 1}
+    listed = _json.loads(run("documents", "--json").stdout)
+    assert {d["uri"] for d in listed} >= {"kb:stdin", f"file://{docs}/deploy.md"}
+    text = run("documents").stdout
+    assert "Deployment guide" in text and "kb:stdin" in text
+    hits = _json.loads(run("search-documents", "来自标准输入", "--json").stdout)["hits"]
+    assert hits[0]["citations"][0]["uri"] == "kb:stdin"
+    assert _json.loads(run("remove-document", "kb:stdin", "--json").stdout) == {"removed": 1}
+    bad = run("ingest", str(docs), "--chunk-tokens", "4")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error: ")

@@ -5,7 +5,15 @@
     memdb search "what does Alice drink?" --subject alice --json
 """
 
-from . import demo, embeddings, evaluate, lifecycle, memories, search  # noqa: F401  (registers the commands)
+from . import (  # noqa: F401  (registers the commands)
+    demo,
+    embeddings,
+    evaluate,
+    ingest,
+    lifecycle,
+    memories,
+    search,
+)
 from ._app import cli, main
 
 __all__ = ["cli", "main"]
