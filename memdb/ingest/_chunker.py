@@ -14,7 +14,10 @@ budget with overlap.
    ends a chunk.
 
 Every chunk is a contiguous slice ``text[start:end]`` of the document (offsets are exact
-provenance) and its token count, checked on the slice itself, never exceeds ``chunk_tokens``.
+provenance) and its token count never exceeds ``chunk_tokens``: a chunk of one unit is counted
+exactly; a chunk of several is bounded by its units' counts plus one token per join (the
+most a join adds with this tokenizer, measured) and recounted on the slice itself when that
+bound comes near the budget.
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ class ChunkOptions:
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """One chunk: ``text == document[start:end]``, with its section's heading path and the
-    span of its parent (the section, or a part of it of at most ``parent_tokens``)."""
+    span of its parent (the section, or a part of it of at most ``parent_tokens``).
+    ``tokens`` is exact, or an upper bound (see the module docstring)."""
 
     text: str
     start: int
@@ -93,7 +97,7 @@ class _Chunker:
     def _split_pieces(self, start: int, end: int, pattern: re.Pattern[str] | None) -> list[_Unit]:
         """Cut text[start:end] at pattern's match ends (or at newlines when pattern is None)."""
         text, out, pos = self.text, [], start
-        bounds = ([m.end() + start for m in pattern.finditer(text, start, end)]
+        bounds = ([m.end() for m in pattern.finditer(text, start, end)]
                   if pattern is not None else
                   [i + 1 for i in range(start, end) if text[i] == "\n"])
         for b in [*bounds, end]:
@@ -144,8 +148,10 @@ class _Chunker:
 
     def units(self, block: Block) -> list[_Unit]:
         n = self.count(self.text[block.start:block.end])
-        if block.kind == "heading":
+        if block.kind == "heading" and n <= self.opt.chunk_tokens:
             return [_Unit(block.start, block.end, n, heading=True)]
+        if block.kind == "heading":  # a heading longer than a chunk: cut like a sentence
+            return self._fit(block.start, block.end, n)
         if n <= self.opt.chunk_tokens:
             return [_Unit(block.start, block.end, n)]
         if block.kind in ("code", "table"):
@@ -182,22 +188,26 @@ class _Chunker:
                         break
                     carried += parent[j - 1].tokens
                     j -= 1
-                k, total = i, carried
-                while k < len(parent) and (k == i or total + parent[k].tokens <= budget):
-                    total += parent[k].tokens
+                # bound: the units' tokens plus one per join (the separator measured the
+                # costliest case of the tokenizer); within budget, no recount is needed
+                k, bound = i, carried + max(0, i - j - 1)
+                while k < len(parent) and (k == i or bound + 1 + parent[k].tokens <= budget):
+                    bound += parent[k].tokens + (1 if k > j else 0)
                     k += 1
                 while k - 1 > i and parent[k - 1].heading:  # a heading never ends a chunk
                     k -= 1
+                    bound -= parent[k].tokens + 1
                 s, e = parent[j].start, parent[k - 1].end
-                exact = self.count(self.text[s:e])
-                while exact > budget and (k - 1 > i or j < i):
-                    if j < i:
-                        j += 1  # drop overlap first
-                    else:
-                        k -= 1
-                    s, e = parent[j].start, parent[k - 1].end
-                    exact = self.count(self.text[s:e])
-                out.append(Chunk(self.text[s:e], s, e, path, p_start, p_end, exact))
+                if bound > budget or (j < k - 1 and bound > budget - 2):
+                    bound = self.count(self.text[s:e])
+                    while bound > budget and (k - 1 > i or j < i):
+                        if j < i:
+                            j += 1  # drop overlap first
+                        else:
+                            k -= 1
+                        s, e = parent[j].start, parent[k - 1].end
+                        bound = self.count(self.text[s:e])
+                out.append(Chunk(self.text[s:e], s, e, path, p_start, p_end, bound))
                 i = k
         return out
 
