@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 from _server import server  # noqa: I001  (benchmarks/ sibling module)
-from insert_throughput import Scratch, _loadavg, log
+from insert_throughput import Scratch, _loadavg
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -58,6 +58,10 @@ _EN_WORDS = ("service deploy release pipeline database index vector query latenc
 _ZH_PHRASES = ["数据库", "向量检索", "发布流程", "密钥轮换", "计费服务", "客户支持", "性能优化",
                "缓存", "备份与恢复", "多租户隔离", "嵌入模型", "分块策略", "搜索排序", "权限控制",
                "监控告警", "容量规划", "故障演练", "日志分析"]
+
+
+def log(message: str) -> None:
+    print(f"[ingest_throughput] {message}", file=sys.stderr, flush=True)
 
 
 class SeededRandomEmbedder:

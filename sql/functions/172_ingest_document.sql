@@ -27,6 +27,9 @@ CREATE OR REPLACE FUNCTION memdb.ingest_document(p_tenant text, p_document jsonb
 RETURNS TABLE (document_id uuid, version integer, chunks integer, created integer,
                reused integer, removed integer)
 LANGUAGE plpgsql
+-- plan with the actual scope values: a NULL project_id/session_id then becomes an IS NULL
+-- condition of memories_dedup_key (a generic plan would scan the whole scope per chunk)
+SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
