@@ -31,6 +31,7 @@ _FUNCTIONS = (
     "memdb.ingest_document(text, jsonb, jsonb, vector[], integer)",
     "memdb.release_document_memories(uuid, uuid[])",
     "memdb.chunk_provenance(memdb.documents, integer, text[], integer, integer, integer, integer)",
+    "memdb.current_memory_id(text, text, text, text, text, bytea)",
 )
 
 

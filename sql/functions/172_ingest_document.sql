@@ -27,9 +27,6 @@ CREATE OR REPLACE FUNCTION memdb.ingest_document(p_tenant text, p_document jsonb
 RETURNS TABLE (document_id uuid, version integer, chunks integer, created integer,
                reused integer, removed integer)
 LANGUAGE plpgsql
--- plan with the actual scope values: a NULL project_id/session_id then becomes an IS NULL
--- condition of memories_dedup_key (a generic plan would scan the whole scope per chunk)
-SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -101,17 +98,13 @@ BEGIN
         RETURNING m.id, m.content_hash, (m.embedding IS NULL) AS no_vector
     ),
     resolved AS (
-        SELECT i.*, coalesce(w.id, x.id) AS memory_id, (w.id IS NOT NULL) AS inserted,
-               coalesce(w.no_vector, false) AS no_vector
+        -- a row this statement did not insert already existed (the statement's snapshot
+        -- sees it; a concurrent one it cannot see stays NULL and makes the caller retry)
+        SELECT i.*, coalesce(w.id, memdb.current_memory_id(p_tenant, v_subject, v_scope,
+                                                           v_project, v_session, i.h)) AS memory_id,
+               (w.id IS NOT NULL) AS inserted, coalesce(w.no_vector, false) AS no_vector
         FROM input i
         LEFT JOIN ins w ON w.content_hash = i.h
-        LEFT JOIN LATERAL (
-            SELECT m.id FROM memdb.memories m
-            WHERE m.tenant = p_tenant AND m.subject = v_subject AND m.scope = v_scope
-              AND m.project_id IS NOT DISTINCT FROM v_project
-              AND m.session_id IS NOT DISTINCT FROM v_session
-              AND m.content_hash = i.h AND m.valid_to IS NULL
-        ) x ON w.id IS NULL
     ),
     own AS (  -- memories this document already owned: provenance (and vector) brought up to date
         UPDATE memdb.memories m
