@@ -287,7 +287,8 @@ def test_mark_used(fresh_db: str) -> None:
 
 
 def test_update_delete_history(fresh_db: str) -> None:
-    memory_id = add(fresh_db, "Alice lives in Berlin", "--subject", "alice")
+    memory_id = add(fresh_db, "Alice lives in Berlin", "--subject", "alice",
+                    "--source-id", "chat-9#1")
     updated = ok_json(fresh_db, "update", memory_id, "--content", "Alice 住在慕尼黑",
                       "--importance", "0.9", "--tag", "city", "--reason", "she moved")
     assert updated["content"] == "Alice 住在慕尼黑"

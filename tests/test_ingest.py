@@ -264,7 +264,7 @@ def test_identical_chunks_are_stored_once_and_survive_removal_of_one_owner(hstor
 
 def test_chunk_equal_to_a_user_memory_links_to_it_and_prune_keeps_it(hstore, raw):
     fact = "The office wifi password is changed every Monday."
-    mid = hstore.add(fact).id
+    mid = hstore.add(fact, source_id="chat-3#1").id
     hstore.ingest([TextSource("kb:it", fact, format="text")])
     linked = raw.execute("SELECT memory_id FROM memdb.document_chunks").fetchall()
     assert [r[0] for r in linked] == [mid]
