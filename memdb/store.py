@@ -31,9 +31,9 @@ from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
 from .errors import DatabaseError, EmbeddingError, InvalidInput, NotFound, NotMigrated, Rejected
 from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
+from .ingest import Ingest
 from .inputs import MemoryInput, as_input
 from .lifecycle import Lifecycle
-from .ingest import Ingest
 from .models import (
     AddResult,
     Category,
