@@ -7,8 +7,9 @@ In a scratch database (embedded server in a temporary MEMDB_HOME, or --dsn / $ME
   week unconfirmed; then memdb.run_maintenance: a dry run, the real pass (batch_limit large
   enough for one pass), passes of batch_limit 1000 until done on a second copy, and the idle
   pass afterwards (the steady cost of a scheduled call);
-- --superseded-index: the same with an index on memories.superseded_by (proposed for the
-  schema; without it each deleted row's foreign-key check scans memories);
+- --without-superseded-index: the same after dropping memories_superseded_by_idx (schema
+  revision 0006), to show what it saves: without it each deleted row's ON DELETE SET NULL
+  check scans memories;
 - erasure: one subject with --subject-n memories (a tenth of them updated once, so history
   has two rows each) among the N; export_subject and forget_subject through MemoryStore.
 
@@ -77,14 +78,13 @@ def main() -> None:
     ap.add_argument("--subject-n", type=int, default=1_000)
     ap.add_argument("--dsn")
     ap.add_argument("--json", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--superseded-index", action="store_true",
-                    help="Add an index on memories.superseded_by to the scratch database (NOT "
-                         "in the schema yet: every deleted row's ON DELETE SET NULL check "
-                         "otherwise scans the table).")
+    ap.add_argument("--without-superseded-index", action="store_true",
+                    help="Drop memories_superseded_by_idx (revision 0006) in the scratch "
+                         "database, to measure what it saves.")
     args = ap.parse_args()
     rng = np.random.default_rng(7)
     result: dict = {"n": args.n, "subject_n": args.subject_n, "machine": platform.machine(),
-                    "superseded_index": args.superseded_index,
+                    "superseded_index": not args.without_superseded_index,
                     "started": datetime.now(UTC).isoformat()}
     opts = {"capacity_per_session": 20}
     with server(args.dsn) as (admin, how):
@@ -106,9 +106,8 @@ def main() -> None:
                 conn.execute("UPDATE memdb.memories SET status = 'hypothesis', "
                              "updated_at = now() - interval '7 days' "
                              "WHERE right(id::text, 1) = '0'")
-                if args.superseded_index:
-                    conn.execute("CREATE INDEX memories_superseded_by_idx ON memdb.memories "
-                                 "(superseded_by) WHERE superseded_by IS NOT NULL")
+                if args.without_superseded_index:
+                    conn.execute("DROP INDEX memdb.memories_superseded_by_idx")
                 conn.execute("VACUUM ANALYZE memdb.memories")
             with psycopg.connect(admin, autocommit=True) as conn:
                 conn.execute(f"CREATE DATABASE {names[1]} TEMPLATE {names[0]}")

@@ -82,6 +82,8 @@ memories = sa.Table(
              postgresql_ops={"metadata": "jsonb_path_ops"}),
     sa.Index("memories_hypothesis_idx", "tenant", "created_at",
              postgresql_where=sa.text("status = 'hypothesis'")),  # revision 0004
+    sa.Index("memories_superseded_by_idx", "superseded_by",
+             postgresql_where=sa.text("superseded_by IS NOT NULL")),  # revision 0006
     sa.Index("memories_document_idx", "document_id",
              postgresql_where=sa.text("document_id IS NOT NULL")),  # revision 0005
 )
