@@ -22,7 +22,6 @@ from memdb import InvalidInput, MemoryStore
 from memdb.ask import SYSTEM_PROMPT, LLMReranker, Reranker, parse_citations
 from memdb.ask._prompt import says_unknown, strip_citations
 from memdb.cli import cli
-from memdb.evaluation import run_locomo
 from memdb.evaluation.expansion import format_expansion, run_expansion
 from memdb.ingest import TextSource
 from memdb.llm import ChatLLM
@@ -532,8 +531,10 @@ def tiny_locomo(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_eval_expansion_without_llm_measures_nothing_and_says_so(tiny_locomo: str,
                                                                   server_dsn: str,
                                                                   embedder) -> None:
-    """No LLM: the 'none' row reproduces run_locomo's hybrid figures; mqe and hyde fall back
-    on every question, equal 'none', and the table says they measured nothing."""
+    """No LLM: mqe and hyde fall back on every question, equal 'none', and the table says
+    they measured nothing. (The 'none' row is run_locomo's hybrid search; the two are not
+    compared here: each run has its own database, and on data this small equal scores are
+    common and fall to random memory ids.)"""
     result = run_expansion(tiny_locomo, dsn=server_dsn, ks=(5, 10), llm=None, progress=False,
                            embedder=embedder)
     rows = result["routes"]
@@ -541,9 +542,6 @@ def test_eval_expansion_without_llm_measures_nothing_and_says_so(tiny_locomo: st
     assert rows["none"]["fallback_rate"] == 0.0
     assert rows["mqe"]["fallback_rate"] == rows["hyde"]["fallback_rate"] == 1.0
     assert rows["mqe"]["overall"] == rows["none"]["overall"] == rows["hyde"]["overall"]
-    base = run_locomo(tiny_locomo, dsn=server_dsn, ks=(5, 10), progress=False,
-                      embedder=embedder, configs={"hybrid": {}})
-    assert rows["none"]["overall"] == base["routes"]["hybrid"]["overall"]
     assert "do not measure expansion" in format_expansion(result)
 
 
