@@ -16,16 +16,15 @@ from collections.abc import Iterator, Sequence
 
 import psycopg
 import pytest
-from click.testing import CliRunner
 
 from memdb import InvalidInput, MemoryStore
 from memdb.ask import SYSTEM_PROMPT, LLMReranker, Reranker, parse_citations
 from memdb.ask._prompt import says_unknown, strip_citations
-from memdb.cli import cli
 from memdb.evaluation.expansion import format_expansion, run_expansion
 from memdb.ingest import TextSource
 from memdb.llm import ChatLLM
 from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
+from tests.cli_helpers import run
 
 EN_DOC = """# Ops handbook
 
@@ -471,10 +470,6 @@ def test_citation_parsing() -> None:
 
 
 # -- CLI ---------------------------------------------------------------------------------------
-def run(dsn: str, *args: str):
-    return CliRunner().invoke(cli, ["--dsn", dsn, *args], catch_exceptions=False)
-
-
 def test_cli_ask_without_llm(kb: MemoryStore, module_db: str, no_env_llm: None) -> None:
     """No LLM: `memdb ask` prints the cited passages; --json gives the whole result."""
     out = run(module_db, "ask", KEY_Q, "--k", "2")

@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from memdb.cli import cli
 from memdb.demo import MEMORIES, SEARCHES
 from memdb.migrations import head
+from tests.cli_helpers import add, ok_json, run
 
 INJECTION = "'); DROP TABLE memdb.memories; --"
 
@@ -26,16 +27,6 @@ def _no_user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing here may start a server in the user's data folder or read their MEMDB_DSN."""
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "memdb-home"))
     monkeypatch.delenv("MEMDB_DSN", raising=False)
-
-
-def run(dsn: str, *args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, ["--dsn", dsn, *args], input=input, catch_exceptions=False)
-
-
-def ok_json(dsn: str, *args: str) -> object:
-    result = run(dsn, *args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def failed(result: Result, message: str) -> None:
@@ -50,12 +41,6 @@ def failed(result: Result, message: str) -> None:
 def rows(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         return conn.execute("SELECT count(*) FROM memdb.memories").fetchone()[0]
-
-
-def add(dsn: str, text: str, *args: str) -> str:
-    out = ok_json(dsn, "add", "--no-gate", text, *args)
-    assert out["created"] is True
-    return out["id"]
 
 
 # -- help and usage ------------------------------------------------------------------------

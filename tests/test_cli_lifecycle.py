@@ -3,14 +3,12 @@ review, forget-subject, export-subject), through click's runner on a fresh datab
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import psycopg
 import pytest
-from click.testing import CliRunner, Result
 
-from memdb.cli import cli
+from tests.cli_helpers import add, ok_json, run
 
 
 @pytest.fixture(autouse=True)
@@ -19,20 +17,6 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "memdb-home"))
     for var in ("MEMDB_DSN", "MEMDB_LLM_MODEL", "MEMDB_LLM_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-
-
-def run(dsn: str, *args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, ["--dsn", dsn, *args], input=input, catch_exceptions=False)
-
-
-def ok_json(dsn: str, *args: str) -> object:
-    result = run(dsn, *args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def add(dsn: str, text: str, *args: str) -> str:
-    return ok_json(dsn, "add", "--no-gate", text, *args)["id"]
 
 
 def test_maintain_dry_run_then_real(fresh_db: str) -> None:

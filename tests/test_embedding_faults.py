@@ -4,7 +4,7 @@ nothing is ever half-written.
 
 Failures come from a stub embedder that raises or returns bad vectors, and from the real
 ``openai`` client (inside ``OpenAIEmbedder``) talking to a local HTTP server with canned
-responses (tests/_canned_openai.py): the embedding endpoint is faked, the database never is.
+responses (tests/canned_openai.py): the embedding endpoint is faked, the database never is.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import json
 import numpy as np
 import psycopg
 import pytest
-from _canned_openai import CannedOpenAI, canned_vector
 from click.testing import CliRunner
 
 from memdb import EmbeddingError, InvalidInput, MemoryStore, OpenAIEmbedder
 from memdb.cli import cli
+from tests.canned_openai import CannedOpenAI, canned_vector
 
 DIMS = 16
 ITEMS = [
@@ -110,20 +110,20 @@ def test_precomputed_vectors_need_no_embedder(fresh_db, raw):
 
 @pytest.mark.parametrize("mode", ["error", "slow", "nan", "short"])
 def test_openai_endpoint_failure_stores_nothing(fresh_db, raw, mode):
-    with CannedOpenAI(DIMS, mode=mode, delay=2.0) as api:
+    with CannedOpenAI(dims=DIMS, mode=mode, delay=2.0) as api:
         embedder = OpenAIEmbedder("canned-16", DIMS, base_url=api.base_url, api_key="sk-x-123456",
                                   timeout=0.5, max_retries=1)
         with MemoryStore(fresh_db, gate=None, embedder=embedder) as store:
             with pytest.raises(EmbeddingError):
                 store.add_many(ITEMS)
-        assert api.requests == (2 if mode in ("error", "slow") else 1)  # retried, then gave up
+        assert len(api.requests) == (2 if mode in ("error", "slow") else 1)  # retried, then gave up
         assert api.auth == "Bearer sk-x-123456"  # the real client spoke to the canned server
     assert snapshot(raw) == (0, 0, 0, 0)
 
 
 def test_openai_endpoint_success(fresh_db, raw):
     """The canned server's happy path, so the failure tests above test failures only."""
-    with CannedOpenAI(DIMS) as api:
+    with CannedOpenAI(dims=DIMS) as api:
         embedder = OpenAIEmbedder("canned-16", DIMS, base_url=api.base_url, api_key="k")
         with MemoryStore(fresh_db, gate=None, embedder=embedder) as store:
             store.add_many(ITEMS)
@@ -290,7 +290,7 @@ def test_reembed_stays_in_its_tenant_and_subject(fresh_db, raw):
 
 def test_cli_reembed(fresh_db, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
-    with CannedOpenAI(DIMS, mode="error") as api:
+    with CannedOpenAI(dims=DIMS, mode="error") as api:
         for key, value in {"MEMDB_EMBEDDER": "openai", "MEMDB_EMBED_MODEL": "canned-16",
                            "MEMDB_EMBED_DIMS": str(DIMS), "MEMDB_EMBED_BASE_URL": api.base_url,
                            "MEMDB_EMBED_API_KEY": "sk-cli-abcdef",

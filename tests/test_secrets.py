@@ -2,7 +2,7 @@
 DEBUG on the root and ``memdb`` loggers), exception message, traceback, ``repr()`` or CLI
 output, including when the database is unreachable and when the embedding endpoint fails.
 
-The embedding endpoint is a local HTTP server with canned responses (tests/_canned_openai.py)
+The embedding endpoint is a local HTTP server with canned responses (tests/canned_openai.py)
 driven by the real ``openai`` client; one of its modes is a careless server that echoes the
 API key and the input text back in its error body.
 """
@@ -14,13 +14,13 @@ import logging
 import traceback
 
 import pytest
-from _canned_openai import CannedOpenAI
 from click.testing import CliRunner
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memdb import DatabaseError, EmbeddingError, MemoryStore, NotFound, OpenAIEmbedder
 from memdb._redact import redact, redact_dsn
 from memdb.cli import cli
+from tests.canned_openai import CannedOpenAI
 
 PASSWORD = "s3cretPW"
 KEY = "sk-test-SECRET123"
@@ -86,7 +86,7 @@ def test_unreachable_database_never_shows_the_password(logs, dsn):
 
 
 def test_store_with_password_dsn_keeps_it_out_of_everything(fresh_db, logs):
-    with CannedOpenAI(DIMS) as api:
+    with CannedOpenAI(dims=DIMS) as api:
         embedder = OpenAIEmbedder("canned-8", DIMS, base_url=api.base_url, api_key=KEY)
         with MemoryStore(with_password(fresh_db), gate=None, embedder=embedder) as store:
             shown = [repr(store), repr(store.db), repr(embedder), str(store.db.pool)]
@@ -106,7 +106,7 @@ def test_store_with_password_dsn_keeps_it_out_of_everything(fresh_db, logs):
 
 @pytest.mark.parametrize("mode", ["echo_key", "error", "slow"])
 def test_embedding_endpoint_failure_messages_hold_no_key_or_text(fresh_db, logs, mode):
-    with CannedOpenAI(DIMS, mode=mode, delay=1.5) as api:
+    with CannedOpenAI(dims=DIMS, mode=mode, delay=1.5) as api:
         embedder = OpenAIEmbedder("canned-8", DIMS, base_url=api.base_url, api_key=KEY,
                                   timeout=0.5, max_retries=1)
         with MemoryStore(with_password(fresh_db), gate=None, embedder=embedder) as store:
@@ -114,7 +114,7 @@ def test_embedding_endpoint_failure_messages_hold_no_key_or_text(fresh_db, logs,
                 store.add(MEMORY, subject="wangwu")
             with pytest.raises(EmbeddingError) as on_search:
                 store.search(QUERY)
-        assert api.requests == 4 and MEMORY in api.inputs  # the server saw (and echoed) them
+        assert len(api.requests) == 4 and MEMORY in api.inputs  # the server saw (and echoed) them
     assert "HTTP 500" in str(on_add.value) or mode == "slow"
     assert leaks(str(on_add.value), full_traceback(on_add.value), str(on_search.value),
                  full_traceback(on_search.value), log_text(logs)) == []
@@ -145,7 +145,7 @@ def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
         assert result.exit_code == 1 and result.stderr.startswith("error: "), result.output
         assert leaks(result.output, log_text(logs)) == []
 
-    with CannedOpenAI(DIMS, mode="echo_key") as api:
+    with CannedOpenAI(dims=DIMS, mode="echo_key") as api:
         for key, value in {"MEMDB_EMBEDDER": "openai", "MEMDB_EMBED_MODEL": "canned-8",
                            "MEMDB_EMBED_DIMS": str(DIMS), "MEMDB_EMBED_BASE_URL": api.base_url,
                            "MEMDB_EMBED_API_KEY": KEY, "MEMDB_EMBED_MAX_RETRIES": "0"}.items():
@@ -154,4 +154,4 @@ def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
             result = runner.invoke(cli, ["--dsn", with_password(fresh_db), *args])
             assert result.exit_code == 1 and "embedding request" in result.stderr, result.output
             assert leaks(result.output, log_text(logs)) == []
-        assert api.requests >= 2
+        assert len(api.requests) >= 2
