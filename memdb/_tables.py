@@ -208,3 +208,36 @@ document_chunks = sa.Table(
     sa.Column("tokens", sa.Integer, nullable=False),
     sa.Index("document_chunks_memory_idx", "memory_id"),
 )
+
+# revision 0008: sessions (running summary, working state) and their conversation buffers
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("subject", sa.Text, primary_key=True),
+    sa.Column("session_id", sa.Text, primary_key=True),
+    sa.Column("summary", sa.Text, nullable=False),
+    sa.Column("summary_tokens", sa.Integer, nullable=False),
+    sa.Column("summary_path", sa.Text),
+    sa.Column("summarized_through", sa.BigInteger, nullable=False),
+    sa.Column("state", JSONB, nullable=False),
+    sa.Column("state_version", sa.Integer, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+)
+
+session_messages = sa.Table(
+    "session_messages", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("session_id", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("tokens", sa.Integer, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.ForeignKeyConstraint(["tenant", "subject", "session_id"],
+                            ["memdb.sessions.tenant", "memdb.sessions.subject",
+                             "memdb.sessions.session_id"],
+                            name="session_messages_session_fkey", ondelete="CASCADE"),
+    sa.Index("session_messages_session_idx", "tenant", "subject", "session_id", "id"),
+)
