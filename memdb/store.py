@@ -45,6 +45,7 @@ from .models import (
     SourceType,
 )
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
+from .session import Sessions
 
 __all__ = ["MemoryStore", "MemoryInput", "EMBEDDING_ERROR_POLICIES"]
 
@@ -101,7 +102,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore(Lifecycle, Ingest, Ask):
+class MemoryStore(Lifecycle, Ingest, Ask, Sessions):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.
