@@ -33,10 +33,10 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
+from .context import ContextBuilder
 from .errors import Conflict, InvalidInput, NotFound
 from .llm import ChatLLM
 from .summarize import summarize
-from .context import ContextBuilder
 from .tokens import count_tokens
 
 __all__ = ["Sessions", "SessionMemory", "SessionWindow", "Message", "SessionView", "WorkingState",
@@ -196,8 +196,9 @@ def _turn_text(role: str, content: str) -> str:
 
 
 class SessionMemory:
-    """Session buffer and working-state methods of MemoryStore (see the module docstring). Uses the store's
-    ``_transaction()``, ``tenant``, ``subject`` and ``llm`` (from :class:`~memdb.Lifecycle`)."""
+    """Session buffer and working-state methods of MemoryStore (see the module docstring).
+    Uses the store's ``_transaction()``, ``tenant``, ``subject`` and ``llm`` (from
+    :class:`~memdb.lifecycle.Lifecycle`)."""
 
     tenant: str
     subject: str | None

@@ -14,12 +14,12 @@ import time
 import psycopg
 import pytest
 
-from canned_openai import CannedOpenAI, Reply, Status
 from memdb import MemoryStore
 from memdb.errors import Conflict, Forbidden, InvalidInput, NotFound
 from memdb.llm import ChatLLM
 from memdb.session import SessionWindow, WorkingState
 from memdb.tokens import count_tokens, estimate_tokens
+from tests.canned_openai import CannedOpenAI, Reply, Status
 
 EN_TURNS = [("user", "We decided to use PostgreSQL 18 for the memory layer."),
             ("assistant", "Noted: PostgreSQL 18 with pgvector."),

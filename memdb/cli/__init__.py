@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (registers the commands)
     lifecycle,
     memories,
     search,
+    session,
 )
 from ._app import cli, main
 
