@@ -141,19 +141,9 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
     messages = [m for m, _ in mandatory]
 
     # 2. long-term memories, whole items in rank order
-    lines: list[str] = []
-    kept: list[str] = []
-    cost = 0
     cap = remaining if max_memory_tokens is None else min(remaining, max_memory_tokens)
-    for item in memories:
-        candidate = "\n".join([texts["memories"], *lines, item.line()])
-        c = MESSAGE_OVERHEAD + count(candidate)
-        if c <= cap:
-            lines.append(item.line())
-            kept.append(item.id or "")
-            cost = c
-        else:
-            dropped["memories"] += 1
+    lines, kept, cost = _pack_lines(texts["memories"], memories, cap, count)
+    dropped["memories"] = len(memories) - len(kept)
     if lines:
         messages.append({"role": "system", "content": "\n".join([texts["memories"], *lines])})
         remaining -= cost
@@ -187,11 +177,44 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
     messages.extend(reversed(recent))
     if tail:
         messages.append(tail[0])
-    total = sum(MESSAGE_OVERHEAD + count(m["content"]) for m in messages)
-    assert total == budget - remaining and total <= budget, (total, budget, remaining)
+    total = budget - remaining  # every message's cost was counted on its final text
     return Context(messages=messages, tokens=total, budget=budget, memory_ids=tuple(kept),
                    rule_ids=tuple(r.id or "" for r in rules), included=included,
                    dropped=dropped)
+
+
+def _pack_lines(header: str, items: Sequence[Item], cap: int,
+                count: Callable[[str], int]) -> tuple[list[str], list[str], int]:
+    """Greedily keep whole items (in order) whose lines, joined under ``header``, fit ``cap``
+    tokens as one message; returns (lines, ids, the message's exact cost).
+
+    Fast path: a candidate is accepted on the bound OVERHEAD + count(header) + sum(count(line)
+    + 1) (a newline join adds at most one token with the bundled tokenizer), and only counted
+    exactly when the bound is over ``cap``. The packed message is then counted exactly; should
+    a custom counter break the bound, packing is redone counting every candidate exactly.
+    """
+    def pack(exact: bool) -> tuple[list[str], list[str], int]:
+        lines: list[str] = []
+        kept: list[str] = []
+        bound = MESSAGE_OVERHEAD + count(header)
+        for item in items:
+            line = item.line()
+            step = count(line) + 1
+            if not exact and bound + step <= cap:
+                ok = True
+            else:
+                ok = MESSAGE_OVERHEAD + count("\n".join([header, *lines, line])) <= cap
+            if ok:
+                lines.append(line)
+                kept.append(item.id or "")
+                bound += step
+        cost = MESSAGE_OVERHEAD + count("\n".join([header, *lines])) if lines else 0
+        return lines, kept, cost
+
+    lines, kept, cost = pack(exact=False)
+    if cost > cap:
+        lines, kept, cost = pack(exact=True)
+    return lines, kept, cost
 
 
 _NOT_SYSTEM = [c.value for c in Category if c is not Category.SYSTEM]

@@ -229,3 +229,16 @@ def test_build_context_rejects_bad_arguments(world):
             store.build_context("q", **{"budget_tokens": 100, **kwargs})
     with pytest.raises(InvalidInput):
         store.build_context(None, budget_tokens=100)  # type: ignore[arg-type]
+
+
+def test_a_counter_that_is_not_subadditive_still_fits():
+    """The fast packing bound assumes a join adds at most one token; a counter breaking that
+    (here: cost grows with the square of the line count) makes assemble recount exactly."""
+    def quadratic(text: str) -> int:
+        return text.count("\n") ** 2 + 1
+
+    items = [Item(f"fact {n}", f"00000000-0000-0000-0000-{n:012d}") for n in range(10)]
+    ctx = assemble(30, instructions=None, memories=items, counter=quadratic)
+    assert 0 < len(ctx.memory_ids) < 10
+    assert ctx.tokens == sum(MESSAGE_OVERHEAD + quadratic(m["content"])
+                             for m in ctx.messages) <= 30
