@@ -209,7 +209,7 @@ document_chunks = sa.Table(
     sa.Index("document_chunks_memory_idx", "memory_id"),
 )
 
-# revision 0008: sessions (running summary, working state) and their conversation buffers
+# revision 0007: sessions (running summary, working state) and their conversation buffers
 sessions = sa.Table(
     "sessions", metadata,
     sa.Column("tenant", sa.Text, primary_key=True),

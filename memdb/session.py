@@ -1,5 +1,5 @@
 """Short-term and working memory per session, in PostgreSQL (``memdb.sessions``,
-``memdb.session_messages``; revision 0008).
+``memdb.session_messages``; revision 0007).
 
 * **Conversation buffer**: :meth:`Sessions.add_message` appends a turn (role, content, its
   token count). A sliding window keeps the newest turns within ``max_tokens`` and

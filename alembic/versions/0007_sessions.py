@@ -1,7 +1,7 @@
 """sessions: conversation buffer, running summary and working state per session
 
-Revision ID: 0008
-Revises: 0006 (relinked to 0007 when that revision lands on main)
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-29
 """
 from __future__ import annotations
@@ -9,14 +9,14 @@ from __future__ import annotations
 from alembic import op
 from memdb.migrations import apply_schema_file
 
-revision = "0008"
+revision = "0007"
 down_revision = "0006"
 branch_labels = None
 depends_on = None
 
 # The frozen DDL this revision applies (sql/schema/) and its sha256.
-SCHEMA_FILE = "0008_sessions.sql"
-SCHEMA_SHA256 = "63c579941c86fd80d5a23c2b2bed4b913deec28e922cd35482389a3cba6bd6df"
+SCHEMA_FILE = "0007_sessions.sql"
+SCHEMA_SHA256 = "d99a9103e741a87ab2c6c50a1db60eec526d2d3b6101f82f302de6fd3028e029"
 
 
 def upgrade() -> None:

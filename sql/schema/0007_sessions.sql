@@ -1,4 +1,4 @@
--- memdb schema, revision 0008 (frozen): short-term and working memory per session.
+-- memdb schema, revision 0007 (frozen): short-term and working memory per session.
 --   * memdb.sessions: one row per (tenant, subject, session_id): the running summary of the
 --     turns that scrolled out of the conversation window, and the working state of the current
 --     task (a JSON document the program controls) with a version for optimistic concurrency;
