@@ -8,8 +8,9 @@ so memdb's code runs unchanged. One server serves both endpoints:
   deterministic unit vectors (:func:`canned_vector`), HTTP 500, a delay, NaN or wrong-sized
   vectors, or an error that echoes the API key and the input back (a careless server).
 * ``POST /v1/chat/completions`` from a script of steps, in order (the last one repeats): a
-  :class:`Reply` text, an HTTP error :class:`Status`, or a :class:`Delay` before a reply (to
-  make the client time out).
+  :class:`Reply` text, an HTTP error :class:`Status`, a :class:`Delay` before a reply (to
+  make the client time out), or :class:`ToolCalls` (an assistant message with ``tool_calls``,
+  finish_reason ``tool_calls``, for function-calling agents).
 
 Every request is recorded in ``requests`` (path, JSON body, Authorization header) for
 assertions. ::
@@ -60,7 +61,17 @@ class Delay:
     text: str = "too late"
 
 
-Step = Reply | Status | Delay
+@dataclass
+class ToolCalls:
+    """A 200 chat completion whose message asks for tool calls: ``calls`` is a list of
+    ``(function name, arguments)``; arguments given as a dict are JSON-encoded, a str is sent
+    as is (so a test can send malformed JSON). Call ids are ``call_0``, ``call_1``..."""
+
+    calls: list[tuple[str, Any]]
+    text: str | None = None
+
+
+Step = Reply | Status | Delay | ToolCalls
 
 
 def canned_vector(text: str, dims: int) -> list[float]:
@@ -157,11 +168,23 @@ class CannedOpenAI:
             return step.code, _error("canned failure")
         if isinstance(step, Delay):
             time.sleep(step.seconds)
-        return 200, {
+        if isinstance(step, ToolCalls):
+            message: dict[str, Any] = {"role": "assistant", "content": step.text, "tool_calls": [
+                {"id": f"call_{i}", "type": "function",
+                 "function": {"name": name,
+                              "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for i, (name, args) in enumerate(step.calls)]}
+            return 200, self._completion(body, message, "tool_calls")
+        return 200, self._completion(
+            body, {"role": "assistant", "content": step.text}, "stop")
+
+    @staticmethod
+    def _completion(body: dict[str, Any], message: dict[str, Any],
+                    finish_reason: str) -> dict[str, Any]:
+        return {
             "id": "chatcmpl-canned", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "canned"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": step.text}}],
+            "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
 
