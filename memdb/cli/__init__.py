@@ -6,6 +6,7 @@
 """
 
 from . import (  # noqa: F401  (registers the commands)
+    agent,
     ask,
     demo,
     embeddings,
