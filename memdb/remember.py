@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -106,17 +105,25 @@ def _messages(messages: Any) -> list[dict[str, str]]:
 
 
 def _bounded(llm: ChatLLM, prompt: list[dict[str, str]], timeout: float) -> str:
-    """``llm.complete`` in a worker thread, waited for at most ``timeout`` seconds (the
-    client's own timeout ends the abandoned request later)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdb-remember")
-    try:
-        future = pool.submit(llm.complete, prompt, json_mode=True, max_tokens=1200)
+    """``llm.complete`` in a daemon thread, waited for at most ``timeout`` seconds. An
+    abandoned request ends by the client's own timeout and never holds up the process's exit
+    (a daemon thread, not an executor's worker)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
         try:
-            return future.result(timeout=timeout)
-        except FutureTimeout:
-            raise LLMError("timeout", f"no answer within {timeout:g} s") from None
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+            box["reply"] = llm.complete(prompt, json_mode=True, max_tokens=1200)
+        except BaseException as exc:  # noqa: BLE001 (handed to the waiting thread)
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="memdb-remember-llm", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise LLMError("timeout", f"no answer within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return str(box["reply"])
 
 
 def _same(a: str, b: str) -> bool:
@@ -162,6 +169,8 @@ def remember(store: Any, messages: Any, *, llm: ChatLLM | None, session_id: str 
                 candidates, path, fallback = parsed.candidates, "llm", None
         except LLMError as exc:
             fallback = f"{exc.kind}: {exc}"
+        except Exception as exc:  # noqa: BLE001 (a broken model client must not stop a write)
+            fallback = f"error: {type(exc).__name__}"
         llm_ms = round((time.perf_counter() - started) * 1000, 1)
     if candidates is None:
         candidates = heuristic_candidates(user_text)
