@@ -11,12 +11,12 @@ import json
 import time
 
 import pytest
-from canned_openai import CannedOpenAI, Delay, Reply, Status
-from cli_helpers import run
 
 from memdb._extract import heuristic_candidates, parse_reply, score_importance
 from memdb.errors import InvalidInput
 from memdb.llm import ChatLLM
+from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
+from tests.cli_helpers import run
 
 
 def _llm(api, timeout=30.0):

@@ -11,10 +11,10 @@ import json
 import uuid
 
 import pytest
-from canned_openai import CannedOpenAI, Reply, ToolCalls
-from cli_helpers import run
 
 from memdb.tool import ACTIONS, MAX_TOOL_TEXT, TOOL_NAME, tool_schema
+from tests.canned_openai import CannedOpenAI, Reply, ToolCalls
+from tests.cli_helpers import run
 
 
 def _snapshot(store):

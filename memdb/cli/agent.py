@@ -18,8 +18,10 @@ from ._app import cli, emit_json, json_option, store
               help="openai: a Chat Completions tools[] item; function: the bare "
                    "name/description/parameters; anthropic: input_schema; json_schema: only "
                    "the parameters.")
-def tool_schema_cmd(fmt: str) -> None:
-    """Print the memory tool's definition (JSON) for function calling."""
+@json_option
+def tool_schema_cmd(fmt: str, as_json: bool) -> None:
+    """Print the memory tool's definition for function calling (always JSON; --json is
+    accepted for uniformity)."""
     click.echo(json.dumps(tool_schema(fmt), ensure_ascii=False, indent=2))
 
 
@@ -27,10 +29,12 @@ def tool_schema_cmd(fmt: str) -> None:
 @click.argument("arguments")
 @click.option("--subject", help="Whose memories the call reads and writes (default: default).")
 @click.option("--source-id", help="The turn id recorded as provenance of writes.")
-def tool_call(arguments: str, subject: str | None, source_id: str | None) -> None:
+@json_option
+def tool_call(arguments: str, subject: str | None, source_id: str | None,
+              as_json: bool) -> None:
     """Execute one memory tool call: ARGUMENTS is its JSON arguments ("-" reads stdin),
-    e.g. '{"action": "search", "query": "tea"}'. Prints the tool result; exits 1 when the
-    result is an error."""
+    e.g. '{"action": "search", "query": "tea"}'. Prints the tool result (always JSON, as
+    the model would get it); exits 1 when the result is an error."""
     if arguments == "-":
         arguments = sys.stdin.read()
     tool = store().tool(subject=subject, source_id=source_id)
