@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from ._extract import score_importance
 from .errors import InvalidInput, MemdbError
 from .models import Category, Kind
 
@@ -75,7 +76,8 @@ TOOL_PARAMETERS: dict[str, Any] = {
                  + ["working"], "description": "add: semantic (facts, preferences; default), "
                  "episodic (events), procedural (rules), working (this session only)."},
         "importance": {"type": "number", "minimum": 0, "maximum": 1,
-                       "description": "add/update: how much it matters, 0-1."},
+                       "description": "add/update: how much it matters, 0-1 (add without "
+                                      "it: scored from the text)."},
         "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 10,
                  "description": "add/update: short labels."},
         "source": {"type": "string", "enum": list(_SOURCES),
@@ -331,6 +333,9 @@ class MemoryTool:
              call_id: str | None) -> dict[str, Any]:
         fields = self._fields(args)
         kind = _enum(args, "kind", [k.value for k in Kind]) if "kind" in args else "semantic"
+        if "importance" not in fields:  # scored like remember() when the model gives none
+            fields["importance"] = score_importance(fields["content"],
+                                                    rule=kind == "procedural")
         item: dict[str, Any] = {**fields, "kind": kind, "subject": self.subject,
                                 "agent": self.agent, "created_by": "memdb.tool",
                                 **self._source(args, provenance, call_id)}
@@ -403,8 +408,11 @@ class MemoryTool:
                 call_id: str | None) -> dict[str, Any]:
         threshold = _number(args, "threshold", 0, 0.5) if "threshold" in args else 0.1
         dry_run = self._flag(args)
-        ids = self.store.forget_by_importance(threshold, limit=100, dry_run=True)
-        mine = [i for i in ids if self.store.get(i).subject == self.subject]
+        # the SQL selection (never category system) is tenant-wide: keep this subject's
+        candidates = set(self.store.forget_by_importance(threshold, limit=100_000,
+                                                         dry_run=True))
+        mine = [m.id for m in self.store.list(subject=self.subject, limit=100_000)
+                if m.id in candidates][:100]
         if not dry_run:
             for memory_id in mine:
                 self.store.delete(memory_id, reason=f"memory tool forget: importance < "

@@ -132,6 +132,14 @@ def test_model_inference_becomes_a_hypothesis_with_the_call_id_as_source(gated_s
     assert (memory.status, memory.source_id) == ("hypothesis", "tool-call:c9")
 
 
+def test_add_without_importance_is_scored_from_the_text(gated_store):
+    tool = gated_store.tool(subject="bob", source_id="turn-3")
+    plain, rule = (json.loads(tool.dispatch(_call({"action": "add", "content": text})))
+                   for text in ("Bob has a cat", "记住：以后都用中文回答我的问题"))
+    assert gated_store.get(plain["id"]).importance == 0.5
+    assert gated_store.get(rule["id"]).importance == 0.85  # explicit remember + rule cue
+
+
 # -- hostile arguments ----------------------------------------------------------------------------
 HOSTILE = [
     ("not json", '{"action": "add", "content": '),
