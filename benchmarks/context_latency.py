@@ -37,8 +37,8 @@ from memdb.session import SessionWindow  # noqa: E402
 EN = ["prefers green tea", "lives in Berlin", "works as a nurse", "plays the violin",
       "decided to use PostgreSQL", "backs up the database nightly", "likes hiking",
       "is allergic to peanuts", "travels to Tokyo in May", "reads science fiction"]
-ZH = ["喜欢喝绿茶", "住在柏林", "是一名护士", "会拉小提琴", "决定使用PostgreSQL", "每天夜里备份数据库",
-      "喜欢徒步", "对花生过敏", "五月去东京旅行", "喜欢读科幻小说"]
+ZH = ["喜欢喝绿茶", "住在柏林", "是一名护士", "会拉小提琴", "决定使用PostgreSQL",
+      "每天夜里备份数据库", "喜欢徒步", "对花生过敏", "五月去东京旅行", "喜欢读科幻小说"]
 QUERIES = ["What does the user drink?", "用户住在哪里？", "Which database did we choose?",
            "用户对什么过敏？", "Where is the trip in May?", "用户喜欢什么运动？"]
 
