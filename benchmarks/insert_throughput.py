@@ -189,7 +189,7 @@ def run(n: int, batch: int, batch_sizes: list[int], repeat: int, seed: int,
             def one_run(batch_size: int, with_duplicates: bool) -> tuple:
                 db = scratch.fresh()
                 try:
-                    with MemoryStore(db, embedder=embedder, pool_size=2) as store:
+                    with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
                         store.space_id()  # registers the space and builds its HNSW index
                         first = _timed_add(store, inputs, batch_size)
                         log(f"batch {batch_size}: {n} new rows in {first[0]:.2f} s")

@@ -920,7 +920,7 @@ def run(args: argparse.Namespace) -> dict:
 
     def measure_db(db: str) -> None:
         result["server"] = server_info(db)
-        with MemoryStore(db, embedder=embedder, pool_size=2) as store:
+        with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
             space_id = store.space_id()
             result["sizes"] = sizes(db)
             log(
@@ -949,7 +949,7 @@ def run(args: argparse.Namespace) -> dict:
         keep = args.keep and how == "dsn"
         try:
             upgrade(db)
-            with MemoryStore(db, embedder=embedder, pool_size=2) as store:
+            with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
                 log(f"loading {args.n} memories over {args.subjects} subjects into {name}")
                 result["load"] = load(
                     store, docs, args.seed, args.chunk, args.batch, args.hnsw_after_load

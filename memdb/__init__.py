@@ -17,6 +17,7 @@ from .errors import (
     UnsupportedServer,
 )
 from .filters import Filter
+from .gate import DEFAULT_POLICY, Decision, TTLDefaults, WritePolicy
 from .models import AddResult, Category, HistoryEntry, Kind, Memory, Scope, SearchHit, SourceType
 from .planner import Planner, QueryPlan, TypedQuery
 from .recall import RecallResults, RecallStatus
@@ -27,6 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     "MemoryStore", "MemoryInput", "Filter",
     "QueryPlan", "TypedQuery", "Planner", "RecallResults", "RecallStatus",
+    "WritePolicy", "TTLDefaults", "Decision", "DEFAULT_POLICY",
     "Memory", "AddResult", "SearchHit", "HistoryEntry",
     "Kind", "Category", "Scope", "SourceType",
     "Embedder", "LocalEmbedder", "OpenAIEmbedder",

@@ -62,6 +62,8 @@ memories = sa.Table(
     sa.Column("doc_len", sa.Integer, nullable=False),  # revision 0002
     sa.Column("status", sa.Text, nullable=False),  # revision 0004
     sa.Column("tag_version", sa.Integer),  # revision 0008
+    sa.Column("document_id", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.documents.id", ondelete="CASCADE")),  # revision 0005
     sa.Index("memories_dedup_key", "tenant", "subject", "scope", "project_id", "session_id",
              "content_hash", unique=True, postgresql_where=sa.text("valid_to IS NULL"),
              postgresql_nulls_not_distinct=True),
@@ -81,6 +83,10 @@ memories = sa.Table(
              postgresql_ops={"metadata": "jsonb_path_ops"}),
     sa.Index("memories_hypothesis_idx", "tenant", "created_at",
              postgresql_where=sa.text("status = 'hypothesis'")),  # revision 0004
+    sa.Index("memories_superseded_by_idx", "superseded_by",
+             postgresql_where=sa.text("superseded_by IS NOT NULL")),  # revision 0006
+    sa.Index("memories_document_idx", "document_id",
+             postgresql_where=sa.text("document_id IS NOT NULL")),  # revision 0005
 )
 
 # revision 0002: trigram index for the exact-match route (an expression index binds to the table
@@ -159,6 +165,82 @@ sediment_runs = sa.Table(
     sa.Column("source_hash", BYTEA, primary_key=True),
     sa.Column("written", JSONB, nullable=False),
     sa.Column("created_at", TS, nullable=False),
+)
+
+# revision 0005: ingested documents and their chunk maps
+documents = sa.Table(
+    "documents", metadata,
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("project_id", sa.Text),
+    sa.Column("session_id", sa.Text),
+    sa.Column("uri", sa.Text, nullable=False),
+    sa.Column("title", sa.Text),
+    sa.Column("format", sa.Text, nullable=False),
+    sa.Column("content_hash", BYTEA, nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("chunking", JSONB, nullable=False),
+    sa.Column("chunk_count", sa.Integer, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("metadata", JSONB, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("ingested_at", TS, nullable=False),
+    sa.UniqueConstraint("tenant", "uri", name="documents_uri_key"),
+    sa.Index("documents_subject_idx", "tenant", "subject"),
+)
+
+document_chunks = sa.Table(
+    "document_chunks", metadata,
+    sa.Column("document_id", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.documents.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("heading_path", ARRAY(sa.Text), nullable=False),
+    sa.Column("char_start", sa.Integer, nullable=False),
+    sa.Column("char_end", sa.Integer, nullable=False),
+    sa.Column("parent_start", sa.Integer, nullable=False),
+    sa.Column("parent_end", sa.Integer, nullable=False),
+    sa.Column("tokens", sa.Integer, nullable=False),
+    sa.Index("document_chunks_memory_idx", "memory_id"),
+)
+
+# revision 0007: sessions (running summary, working state) and their conversation buffers
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("subject", sa.Text, primary_key=True),
+    sa.Column("session_id", sa.Text, primary_key=True),
+    sa.Column("summary", sa.Text, nullable=False),
+    sa.Column("summary_tokens", sa.Integer, nullable=False),
+    sa.Column("summary_path", sa.Text),
+    sa.Column("summarized_through", sa.BigInteger, nullable=False),
+    sa.Column("state", JSONB, nullable=False),
+    sa.Column("state_version", sa.Integer, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+)
+
+session_messages = sa.Table(
+    "session_messages", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("session_id", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("tokens", sa.Integer, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.ForeignKeyConstraint(["tenant", "subject", "session_id"],
+                            ["memdb.sessions.tenant", "memdb.sessions.subject",
+                             "memdb.sessions.session_id"],
+                            name="session_messages_session_fkey", ondelete="CASCADE"),
+    sa.Index("session_messages_session_idx", "tenant", "subject", "session_id", "id"),
 )
 
 # revision 0008: one row per planned search (MemoryStore.recall)

@@ -143,6 +143,11 @@ def timestamp(value: object, field: str) -> datetime | None:
     return value
 
 
+# An expiry must stay a timestamp Python can read back (year 9999); a memory meant to live
+# longer than this simply has no expiry.
+MAX_TTL = timedelta(days=1000 * 365)
+
+
 def ttl(value: object) -> timedelta | None:
     if value is None:
         return None
@@ -157,6 +162,8 @@ def ttl(value: object) -> timedelta | None:
         raise InvalidInput("ttl must be seconds or a timedelta")
     if value <= timedelta(0):
         raise InvalidInput("ttl must be positive")
+    if value > MAX_TTL:
+        raise InvalidInput(f"ttl must be at most {MAX_TTL.days // 365} years (none: no expiry)")
     return value
 
 

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from . import _sql
+from ._redact import redact, redact_dsn
 from .embedded import EmbeddedServer
-from .errors import DatabaseUnavailable, NotMigrated, UnsupportedServer, translate
+from .errors import DatabaseUnavailable, MemdbError, NotMigrated, UnsupportedServer, translate
 
 __all__ = ["Database", "resolve_dsn", "MIN_SERVER_VERSION"]
 
 MIN_SERVER_VERSION = 150000
+APPLICATION_NAME = "memdb"  # in pg_stat_activity, unless the DSN names another
 
 
 def resolve_dsn(dsn: str | None = None) -> tuple[str, EmbeddedServer | None]:
@@ -63,43 +67,110 @@ def check_server(conn: psycopg.Connection) -> None:
         )
 
 
+def _dsn_params(dsn: str) -> dict[str, object]:
+    try:
+        return conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return {}
+
+
 class Database:
-    """A connection pool to one memdb database (embedded unless a DSN is given)."""
+    """A connection pool to one memdb database (embedded unless a DSN is given).
+
+    Connection loss is a :class:`~memdb.errors.DatabaseUnavailable` for the call it hits;
+    the broken connection leaves the pool, and pooled connections are checked before each
+    use, so connections killed while idle never surface as errors. No message or ``repr()``
+    shows the DSN's password.
+    """
 
     def __init__(self, dsn: str | None = None, *, min_size: int = 1, max_size: int = 4) -> None:
         self.dsn, self._server = resolve_dsn(dsn)
         self._min_size, self._max_size = min_size, max_size
         self._pool: ConnectionPool | None = None
+        self._pool_lock = threading.Lock()
+        params = _dsn_params(self.dsn)
+        self._secrets = [str(params["password"])] if params.get("password") else []
+        self._connect_kwargs: dict[str, object] = {"connect_timeout": 10}
+        if not params.get("application_name"):
+            self._connect_kwargs["application_name"] = APPLICATION_NAME
         try:
-            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+            with psycopg.connect(self.dsn, autocommit=True, **self._connect_kwargs) as conn:
                 check_server(conn)
         except psycopg.Error as exc:
-            raise translate(exc) from exc
+            # from None: libpq's text (redacted here) is all there is to say, and a DSN parse
+            # error may quote the DSN, so the raw exception is not chained
+            raise self._redacted(translate(exc)) from None
+
+    def __repr__(self) -> str:
+        return f"Database(dsn={redact_dsn(self.dsn)!r}, max_size={self._max_size})"
+
+    def _redacted(self, error: MemdbError) -> MemdbError:
+        """``error`` with the DSN's password (and any key-like text) masked in its message."""
+        message = redact(str(error), self._secrets)
+        if message != str(error):
+            error.args = (message,)
+        return error
 
     @property
     def pool(self) -> ConnectionPool:
-        if self._pool is None:
-            self._pool = ConnectionPool(
+        """The pool, opened on first use (once, however many threads ask at the same time)."""
+        pool = self._pool
+        if pool is not None:
+            return pool
+        with self._pool_lock:
+            if self._pool is not None:
+                return self._pool
+            pool = ConnectionPool(
                 self.dsn,
                 min_size=self._min_size,
                 max_size=self._max_size,
                 configure=_configure,
-                kwargs={"connect_timeout": 10},
-                check=ConnectionPool.check_connection,
+                kwargs=dict(self._connect_kwargs),
                 open=False,
             )
             try:
-                self._pool.open(wait=True, timeout=30)
+                pool.open(wait=True, timeout=30)
             except Exception as exc:
-                self._pool = None
-                raise DatabaseUnavailable(f"could not open a connection pool: {exc}") from exc
-        return self._pool
+                pool.close()  # else its workers keep reconnecting in the background
+                raise self._redacted(DatabaseUnavailable(
+                    f"could not open a connection pool: {exc}")) from None
+            self._pool = pool  # published only once open: other threads never see it half-made
+            return pool
 
     def reset(self) -> None:
         """Close pooled connections, so new ones see types created since (after a migration)."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection known to be alive, returned to the pool afterwards.
+
+        Each connection is probed (an empty query) before use; a dead one (its backend was
+        terminated or restarted while it sat in the pool) is discarded and the next one tried
+        at once. (psycopg_pool's own ``check=`` backs off 1, 2, 4... seconds between dead
+        connections: seven seconds for a pool of four killed at once.)
+        """
+        pool = self.pool
+        for attempt in range(self._max_size + 1):
+            conn = pool.getconn()
+            try:
+                ConnectionPool.check_connection(conn)
+            except psycopg.OperationalError:
+                pool.putconn(conn)  # broken: the pool discards it and opens a replacement
+                if attempt == self._max_size:
+                    raise
+                continue
+            except BaseException:
+                pool.putconn(conn)
+                raise
+            try:
+                yield conn
+            finally:
+                pool.putconn(conn)
+            return
 
     @contextlib.contextmanager
     def transaction(self, *, tenant: str | None = None,
@@ -112,7 +183,7 @@ class Database:
         transaction runs as the login (the admin: migrations, maintenance).
         """
         try:
-            with self.pool.connection() as conn:
+            with self._connection() as conn:
                 with conn.transaction():
                     if tenant is not None:
                         try:
@@ -126,7 +197,7 @@ class Database:
                             raise
                     yield conn
         except psycopg.Error as exc:
-            raise translate(exc) from exc
+            raise self._redacted(translate(exc)) from exc
 
     def close(self) -> None:
         self.reset()

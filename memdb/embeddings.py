@@ -6,7 +6,8 @@ endpoint. Nothing goes over the network unless an OpenAI embedder is configured.
 Configuration from the environment (:func:`embedder_from_env`):
 ``MEMDB_EMBEDDER=local|openai``, ``MEMDB_EMBED_MODEL``, ``MEMDB_EMBED_DIMS``,
 ``MEMDB_EMBED_BASE_URL`` (or ``OPENAI_BASE_URL``), ``MEMDB_EMBED_API_KEY`` (or ``OPENAI_API_KEY``),
-``MEMDB_EMBED_THREADS`` (local model threads, default 1).
+``MEMDB_EMBED_THREADS`` (local model threads, default 1), ``MEMDB_EMBED_TIMEOUT`` (seconds per
+request, default 30) and ``MEMDB_EMBED_MAX_RETRIES`` (default 3, with backoff 0.5, 1, 2 s...).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import EmbeddingError, InvalidInput, MissingDependency
+from ._redact import redact
+from .errors import EmbeddingError, InvalidInput, MemdbError, MissingDependency
 
-__all__ = ["Embedder", "LocalEmbedder", "OpenAIEmbedder", "embedder_from_env", "check_vector"]
+__all__ = ["Embedder", "LocalEmbedder", "OpenAIEmbedder", "embedder_from_env", "check_vector",
+           "embed_checked"]
 
 
 @runtime_checkable
@@ -59,12 +62,36 @@ def check_vector(vector: object, dims: int) -> np.ndarray:
     return arr
 
 
-def _checked(matrix: np.ndarray, n: int, dims: int) -> np.ndarray:
+def _checked(matrix: object, n: int, dims: int) -> np.ndarray:
+    try:
+        matrix = np.asarray(matrix, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise EmbeddingError("embedder returned something that is not a numeric matrix") from None
     if matrix.shape != (n, dims):
         raise EmbeddingError(f"embedder returned shape {matrix.shape}, expected {(n, dims)}")
     if not np.all(np.isfinite(matrix)):
         raise EmbeddingError("embedder returned NaN or infinity")
-    return matrix.astype(np.float32, copy=False)
+    if n and not np.all(np.any(matrix, axis=1)):
+        raise EmbeddingError("embedder returned an all-zero vector (cosine is undefined)")
+    return matrix
+
+
+def embed_checked(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+    """``embedder``'s vectors for ``texts``, checked: shape (len(texts), dims), finite, non-zero.
+
+    Any failure of the embedder (an exception of its own, NaN, a wrong shape) becomes an
+    :class:`EmbeddingError`, whose message never repeats the texts; memdb errors the embedder
+    raises (MissingDependency, InvalidInput, ...) pass through unchanged.
+    """
+    texts = list(texts)
+    try:
+        matrix = embedder.embed_queries(texts) if query else embedder.embed_passages(texts)
+    except MemdbError:
+        raise
+    except Exception as exc:  # a custom embedder may raise anything
+        raise EmbeddingError(
+            f"embedder {getattr(embedder, 'model', '?')!r} failed: {type(exc).__name__}") from exc
+    return _checked(matrix, len(texts), embedder.dims)
 
 
 class LocalEmbedder:
@@ -138,8 +165,13 @@ class OpenAIEmbedder:
         self.batch_size, self.max_retries = batch_size, max_retries
         self.send_dimensions = send_dimensions
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self.base_url = base_url
         self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed",
                               timeout=timeout, max_retries=0)
+
+    def __repr__(self) -> str:  # never the key; a base_url with credentials is masked
+        return (f"OpenAIEmbedder(model={self.model!r}, dims={self.dims}, "
+                f"base_url={redact(self.base_url)!r})")
 
     def _request(self, batch: list[str]) -> np.ndarray:
         kwargs = {"model": self.model, "input": batch, "encoding_format": "float"}
@@ -153,10 +185,11 @@ class OpenAIEmbedder:
                 return np.asarray([d.embedding for d in data], dtype=np.float32)
             except Exception as exc:  # openai raises many types; all are retried the same way
                 if attempt == self.max_retries:
+                    # Not the server's error text: a careless endpoint may echo the key or the
+                    # input back, and neither may reach a message or a traceback.
                     raise EmbeddingError(
                         f"embedding request to model {self.model!r} failed after "
-                        f"{attempt + 1} attempts: {type(exc).__name__}: {exc}"
-                    ) from exc
+                        f"{attempt + 1} attempts: {_describe(exc)}") from None
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")
@@ -180,6 +213,12 @@ class OpenAIEmbedder:
         return self._embed(texts, self.query_prefix)
 
 
+def _describe(exc: Exception) -> str:
+    """An openai/httpx failure in a few safe words: its type and HTTP status, if any."""
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__} (HTTP {status})" if status else type(exc).__name__
+
+
 def embedder_from_env() -> Embedder:
     """The embedder the environment asks for (local unless ``MEMDB_EMBEDDER=openai``)."""
     kind = os.environ.get("MEMDB_EMBEDDER", "local").strip().lower()
@@ -190,9 +229,16 @@ def embedder_from_env() -> Embedder:
         dims = os.environ.get("MEMDB_EMBED_DIMS")
         if not model or not dims:
             raise InvalidInput("MEMDB_EMBEDDER=openai needs MEMDB_EMBED_MODEL and MEMDB_EMBED_DIMS")
+        try:
+            timeout = float(os.environ.get("MEMDB_EMBED_TIMEOUT", "30"))
+            retries = int(os.environ.get("MEMDB_EMBED_MAX_RETRIES", "3"))
+        except ValueError:
+            raise InvalidInput("MEMDB_EMBED_TIMEOUT must be a number of seconds and "
+                               "MEMDB_EMBED_MAX_RETRIES a whole number") from None
         return OpenAIEmbedder(
             model, int(dims),
             base_url=os.environ.get("MEMDB_EMBED_BASE_URL") or os.environ.get("OPENAI_BASE_URL"),
             api_key=os.environ.get("MEMDB_EMBED_API_KEY") or os.environ.get("OPENAI_API_KEY"),
+            timeout=timeout, max_retries=retries,
         )
     raise InvalidInput(f"unknown MEMDB_EMBEDDER {kind!r} (expected local or openai)")

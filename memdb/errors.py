@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import psycopg
 
+from ._redact import redact
+
 __all__ = [
     "MemdbError",
     "InvalidInput",
@@ -52,7 +54,11 @@ class Conflict(MemdbError):
 
 
 class Rejected(MemdbError):
-    """The write gate refused a memory."""
+    """The write gate refused a memory; ``reasons`` says why (``"code: explanation"``)."""
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = tuple(reasons)
 
 
 class MissingDependency(MemdbError, ImportError):
@@ -83,7 +89,7 @@ def translate(exc: psycopg.Error) -> MemdbError:
     """Map a psycopg error to the memdb error tree by its SQLSTATE."""
     state = getattr(exc, "sqlstate", None) or ""
     diag = getattr(exc, "diag", None)
-    message = (diag.message_primary if diag is not None else None) or str(exc).strip()
+    message = redact((diag.message_primary if diag is not None else None) or str(exc).strip())
     if state == "MD001":
         return DimensionMismatch(message)
     if state == "42501":

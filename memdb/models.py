@@ -95,10 +95,14 @@ class Memory:
     valid_to: datetime | None
     superseded_by: UUID | None
     has_embedding: bool
+    # 'active', or 'hypothesis': a model inference kept with low confidence and a short TTL
+    # until a trusted source confirms it
+    status: str = "active"
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Memory:
-        values = {name: row[name] for name in cls.__slots__}  # type: ignore[attr-defined]
+        values = {name: row[name] for name in cls.__slots__  # type: ignore[attr-defined]
+                  if name in row}
         values["scope"] = Scope(row["scope"])
         values["kind"] = Kind(row["kind"])
         values["category"] = Category(row["category"])
@@ -123,12 +127,44 @@ class Memory:
         return out
 
 
+OUTCOMES = ("created", "hypothesis", "superseded", "duplicate", "merged", "rejected")
+
+
 @dataclass(frozen=True, slots=True)
 class AddResult:
-    """Outcome of adding one memory: its id, and whether a new row was made (False = dedup)."""
+    """What writing one memory did.
 
-    id: UUID
+    ``id``: the memory now holding it (None when rejected, or not yet written in a dry run).
+    ``created``: a new row was made. ``outcome``: created | hypothesis (a new row with status
+    'hypothesis') | superseded (a new row; ``superseded_id`` is the version it replaced) |
+    duplicate (identical content: that row was bumped) | merged (a near duplicate:
+    ``merged_into`` was bumped; ``similarity`` is the cosine) | rejected (by the write gate).
+    ``reasons``: the gate's and the store's reasons. ``dry_run``: nothing was written.
+    ``deferred``: its embedding was deferred (the provider failed and the store is configured
+    with ``on_embedding_error="defer"``: the row waits for :meth:`MemoryStore.reembed`).
+    """
+
+    id: UUID | None
     created: bool
+    outcome: str = "created"
+    reasons: tuple[str, ...] = ()
+    superseded_id: UUID | None = None
+    merged_into: UUID | None = None
+    similarity: float | None = None
+    dry_run: bool = False
+    deferred: bool = False
+
+    @property
+    def rejected(self) -> bool:
+        return self.outcome == "rejected"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": None if self.id is None else str(self.id), "created": self.created,
+                "outcome": self.outcome, "reasons": list(self.reasons),
+                "superseded_id": None if self.superseded_id is None else str(self.superseded_id),
+                "merged_into": None if self.merged_into is None else str(self.merged_into),
+                "similarity": self.similarity, "dry_run": self.dry_run,
+                "deferred": self.deferred}
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ class SearchOptions:
     depth: candidates per route. rrf_k: the RRF constant (60). k1, b, candidate_df_ratio: BM25.
     mmr: lambda in [0, 1] (True = 0.7) to diversify the top mmr_candidates. decay_weight,
     half_life_days, hotness_weight, importance_weight: the final multiplier (0 = off).
+    system_boost: active memories of category 'system' (rules) score (1 + system_boost) times
+    as much (SQL default 1; 0 = off), so a rule outranks a preference it conflicts with.
     """
 
     routes: tuple[str, ...] | None = None
@@ -40,6 +42,7 @@ class SearchOptions:
     half_life_days: float | None = None
     hotness_weight: float | None = None
     importance_weight: float | None = None
+    system_boost: float | None = None
 
     def replace(self, **changes: Any) -> SearchOptions:
         """These options with the non-None ``changes`` laid over them; ``weights`` are merged
@@ -77,7 +80,7 @@ class SearchOptions:
                     raise InvalidInput(f"{name} must be an integer")
                 out[name] = value
         for name in ("rrf_k", "k1", "b", "candidate_df_ratio", "decay_weight", "half_life_days",
-                     "hotness_weight", "importance_weight"):
+                     "hotness_weight", "importance_weight", "system_boost"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = _number(value, name)

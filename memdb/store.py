@@ -12,45 +12,54 @@ True
 
 from __future__ import annotations
 
+import os
 import random
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import numpy as np
+import psycopg
 from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
-from .classify import category_fields
+from .agent import Agent
+from .ask import Ask
 from .connection import Database
-from .embeddings import Embedder, check_vector, embedder_from_env
-from .errors import DatabaseError, InvalidInput, NotFound, NotMigrated
+from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
+from .errors import DatabaseError, EmbeddingError, InvalidInput, NotFound, NotMigrated, Rejected
 from .filters import Filter
+from .gate import DEFAULT_POLICY, Decision, WritePolicy
+from .ingest import Ingest
+from .inputs import MemoryInput, as_input
+from .lifecycle import Lifecycle
 from .models import (
     AddResult,
     Category,
     HistoryEntry,
     Kind,
     Memory,
-    Scope,
     SearchHit,
     SourceType,
 )
 from .recall import RecallMixin
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
+from .session import Sessions
 
-__all__ = ["MemoryStore", "MemoryInput"]
+__all__ = ["MemoryStore", "MemoryInput", "EMBEDDING_ERROR_POLICIES"]
+
+EMBEDDING_ERROR_POLICIES = ("raise", "defer")
 
 MAX_K = 1000
 _WRITE_ATTEMPTS = 5
 _RETRY_STATES = ("40P01", "40001")  # deadlock, serialization failure
 _DETAIL_KEYS = ("fused", "multiplier", "vector_rank", "vector_score", "bm25_rank", "bm25_score",
                 "exact_rank", "exact_score", "mmr_score")
-_DECAY_KEYS = ("decay_weight", "half_life_days", "hotness_weight", "importance_weight")
+_DECAY_KEYS = ("decay_weight", "half_life_days", "hotness_weight", "importance_weight",
+               "system_boost")
 
 
 def _decay_options(decay: dict[str, float] | None) -> dict[str, float]:
@@ -61,91 +70,29 @@ def _decay_options(decay: dict[str, float] | None) -> dict[str, float]:
     return dict(decay)
 
 
-@dataclass
-class MemoryInput:
-    """One memory to add. Only ``content`` is required; see :meth:`MemoryStore.add`."""
-
-    content: str
-    subject: str | None = None  # None: the store's subject (subject isolation), else "default"
-    kind: Kind | str = Kind.SEMANTIC
-    category: Category | str | None = None  # None: classified from the content (memdb.classify)
-    scope: Scope | str = Scope.USER
-    agent: str | None = None
-    project_id: str | None = None
-    session_id: str | None = None
-    importance: float = 0.5
-    confidence: float = 1.0
-    source_type: SourceType | str = SourceType.USER_STATEMENT
-    source_id: str | None = None
-    created_by: str | None = None
-    metadata: dict[str, Any] | None = None
-    tags: Sequence[str] | None = None
-    ttl: float | timedelta | None = None
-    expires_at: datetime | str | None = None
-    created_at: datetime | str | None = None
-    norm_key: str | None = None
-    search_context: str | None = None
-    uri: str | None = None
-    embedding: Any = field(default=None, repr=False)
-
-    def to_item(self) -> dict[str, Any]:
-        """Validated JSON for memdb.add_memories (the embedding travels separately)."""
-        scope = v.choice(self.scope, Scope, "scope")
-        project_id = v.optional_name(self.project_id, "project_id")
-        session_id = v.optional_name(self.session_id, "session_id")
-        if scope is Scope.PROJECT and project_id is None:
-            raise InvalidInput("scope 'project' needs a project_id")
-        if scope is Scope.SESSION and session_id is None:
-            raise InvalidInput("scope 'session' needs a session_id")
-        item: dict[str, Any] = {
-            "content": v.content(self.content),
-            "subject": None if self.subject is None else v.name(self.subject, "subject"),
-            "kind": v.choice(self.kind, Kind, "kind").value,
-            **category_fields(self.content, self.metadata, self.category),
-            "scope": scope.value,
-            "agent": v.optional_name(self.agent, "agent"),
-            "project_id": project_id,
-            "session_id": session_id,
-            "importance": v.unit(self.importance, "importance"),
-            "confidence": v.unit(self.confidence, "confidence"),
-            "source_type": v.choice(self.source_type, SourceType, "source_type").value,
-            "source_id": v.optional_text(self.source_id, "source_id", 1024),
-            "created_by": v.optional_name(self.created_by, "created_by"),
-            "metadata": v.metadata(self.metadata),
-            "tags": v.tags(self.tags),
-            "norm_key": v.optional_text(self.norm_key, "norm_key", 1024),
-            "search_context": v.optional_text(self.search_context, "search_context"),
-            "uri": v.optional_text(self.uri, "uri", 2048),
-        }
-        ttl = v.ttl(self.ttl)
-        expires_at = v.timestamp(self.expires_at, "expires_at")
-        if ttl is not None and expires_at is not None:
-            raise InvalidInput("give ttl or expires_at, not both")
-        if ttl is not None:
-            item["ttl_seconds"] = ttl.total_seconds()
-        if expires_at is not None:
-            item["expires_at"] = expires_at.isoformat()
-        created_at = v.timestamp(self.created_at, "created_at")
-        if created_at is not None:
-            item["created_at"] = created_at.isoformat()
-        return {k: val for k, val in item.items() if val is not None}
-
-    def embedding_text(self) -> str:
-        """What the embedder sees: the searchable context (if any) and the content."""
-        return f"{self.search_context}\n{self.content}" if self.search_context else self.content
+_STORE_GATE: Any = object()  # "the store's own gate" (add/add_many's default)
+_NEW_ROW = ("created", "hypothesis", "superseded")
 
 
-def _as_input(item: MemoryInput | dict[str, Any] | str) -> MemoryInput:
-    if isinstance(item, MemoryInput):
-        return item
-    if isinstance(item, str):
-        return MemoryInput(content=item)
-    if isinstance(item, dict):
-        try:
-            return MemoryInput(**item)
-        except TypeError as exc:
-            raise InvalidInput(f"bad memory fields: {exc}") from None
-    raise InvalidInput(f"a memory must be a MemoryInput, dict or str, got {type(item).__name__}")
+# Fields whose change makes an update pass the write gate again.
+_GATED_FIELDS = frozenset({"content", "kind", "category", "source_type", "source_id"})
+
+
+def _result(row: dict[str, Any], decision: Decision | None, dry_run: bool,
+            deferred: bool = False) -> AddResult:
+    """An AddResult from a memdb.write_memories row and the gate's decision."""
+    outcome = row["outcome"]
+    reasons = () if decision is None else decision.reasons
+    if row["detail"]:
+        reasons = (*reasons, f"{outcome}: {row['detail']}")
+    created = outcome in _NEW_ROW
+    return AddResult(
+        id=None if dry_run and created else row["id"], created=created, outcome=outcome,
+        reasons=reasons,
+        superseded_id=row["related_id"] if outcome == "superseded" else None,
+        merged_into=row["related_id"] if outcome == "merged" else None,
+        similarity=None if row["similarity"] is None else float(row["similarity"]),
+        dry_run=dry_run, deferred=deferred and outcome in _NEW_ROW)
 
 
 def _uuid(value: object) -> UUID:
@@ -157,7 +104,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore(RecallMixin):
+class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, RecallMixin):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.
@@ -166,6 +113,14 @@ class MemoryStore(RecallMixin):
     ``actor``: who is recorded in history for this store's changes (default: the DB user).
     ``subject``: subject isolation: the store only sees and may only write this subject's
     memories (writing another subject raises :class:`~memdb.errors.Forbidden`).
+    ``gate``: the write gate every add goes through (:class:`~memdb.gate.WritePolicy`;
+    ``None``: no gate, no TTL defaults, no near-duplicate merging).
+
+    ``on_embedding_error``: what a write does when the embedding provider fails (an error,
+    a timeout, NaN or wrongly sized vectors): ``"raise"`` (default; ``$MEMDB_ON_EMBEDDING_ERROR``)
+    raises :class:`~memdb.errors.EmbeddingError` and stores nothing; ``"defer"`` stores the
+    rows without an embedding (BM25 and exact match find them meanwhile) and
+    :meth:`reembed` embeds them later.
 
     Every transaction runs as the application role ``memdb_app`` with the tenant (and
     subject) set LOCAL, so PostgreSQL's row-level security enforces the isolation; the SQL
@@ -175,13 +130,27 @@ class MemoryStore(RecallMixin):
 
     def __init__(self, dsn: str | None = None, *, tenant: str = "default",
                  embedder: Embedder | None = None, actor: str | None = None,
-                 subject: str | None = None, pool_size: int = 4) -> None:
+                 subject: str | None = None, pool_size: int = 4,
+                 gate: WritePolicy | None = DEFAULT_POLICY,
+                 on_embedding_error: str | None = None) -> None:
         self.tenant = v.name(tenant, "tenant")
         self.subject = v.optional_name(subject, "subject")
         self.actor = v.optional_name(actor, "actor")
+        policy = on_embedding_error or os.environ.get("MEMDB_ON_EMBEDDING_ERROR") or "raise"
+        if policy not in EMBEDDING_ERROR_POLICIES:
+            raise InvalidInput(f"on_embedding_error must be one of {EMBEDDING_ERROR_POLICIES}, "
+                               f"got {policy!r}")
+        self.on_embedding_error = policy
         self.db = Database(dsn, max_size=pool_size)
         self._embedder = embedder
         self._space_id: int | None = None
+        if gate is not None and not isinstance(gate, WritePolicy):
+            raise InvalidInput(f"gate must be a WritePolicy or None, got {type(gate).__name__}")
+        self.gate = gate
+
+    def __repr__(self) -> str:  # the DSN without its password; never an API key
+        return (f"MemoryStore(tenant={self.tenant!r}, subject={self.subject!r}, db={self.db!r}, "
+                f"embedder={self._embedder!r}, on_embedding_error={self.on_embedding_error!r})")
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> MemoryStore:
@@ -228,64 +197,155 @@ class MemoryStore(RecallMixin):
         conn.execute(_sql.query("set_context"), {"actor": self.actor or "", "reason": reason or ""})
 
     # -- writes ----------------------------------------------------------------------------
-    def add(self, content: str, *, reason: str | None = None, **fields: Any) -> AddResult:
-        """Add one memory; existing identical content in the same scope is bumped, not copied.
+    def add(self, content: str, *, reason: str | None = None,
+            gate: WritePolicy | None | object = _STORE_GATE, bypass_gate: bool = False,
+            dry_run: bool = False, **fields: Any) -> AddResult:
+        """Add one memory through the write gate; :class:`~memdb.errors.Rejected` (with the
+        gate's reasons) if the gate refuses it. Identical content in the same scope is bumped,
+        not copied; see :meth:`add_many` for near duplicates, supersession and the options.
 
         Fields: subject, kind, category, scope, agent, project_id, session_id, importance,
         confidence, source_type, source_id, created_by, metadata, tags, ttl (seconds or
-        timedelta) or expires_at, created_at, norm_key, search_context, uri, embedding.
+        timedelta) or expires_at, created_at, norm_key, search_context, uri, embedding, rule
+        (an explicit rule flag for the gate), status.
         """
-        return self.add_many([_as_input({"content": content, **fields})], reason=reason)[0]
+        result = self.add_many([as_input({"content": content, **fields})], reason=reason,
+                               gate=gate, bypass_gate=bypass_gate, dry_run=dry_run)[0]
+        if result.rejected:
+            raise Rejected("the write gate refused the memory: " + "; ".join(result.reasons),
+                           result.reasons)
+        return result
+
+    def decide(self, items: Iterable[MemoryInput | dict[str, Any] | str], *,
+               gate: WritePolicy | None | object = _STORE_GATE) -> list[Decision]:
+        """The gate's decisions for these items, without embedding or writing anything."""
+        policy = self._policy(gate) or DEFAULT_POLICY
+        return policy.decide_many([as_input(i) for i in items])
+
+    def _policy(self, gate: WritePolicy | None | object) -> WritePolicy | None:
+        policy = self.gate if gate is _STORE_GATE else gate
+        if policy is not None and not isinstance(policy, WritePolicy):
+            raise InvalidInput(f"gate must be a WritePolicy or None, got {type(policy).__name__}")
+        return policy  # type: ignore[return-value]
 
     def add_many(self, items: Iterable[MemoryInput | dict[str, Any] | str], *,
-                 batch_size: int = 500, reason: str | None = None) -> list[AddResult]:
-        """Add memories in one transaction (all or none), embedding in batches; results in
-        input order. Every item is validated before anything is written."""
-        inputs = [_as_input(i) for i in items]
+                 batch_size: int = 500, reason: str | None = None,
+                 gate: WritePolicy | None | object = _STORE_GATE, bypass_gate: bool = False,
+                 dry_run: bool = False) -> list[AddResult]:
+        """Add memories in one transaction, embedding in batches; one :class:`AddResult` per
+        item, in input order. Never raises for a rejection: a refused item has outcome
+        'rejected', id None and the gate's reasons.
+
+        ``gate``: the :class:`~memdb.gate.WritePolicy` (default: the store's, itself
+        :data:`~memdb.gate.DEFAULT_POLICY` unless the store was made with another); ``None``
+        writes with no policy at all: no gate, no TTL defaults, no near-duplicate merging or
+        correction detection (exact dedup and ``norm_key`` supersession still apply).
+        ``bypass_gate``: skip the gate's acceptance checks but keep the policy's TTL defaults,
+        correction detection and near-duplicate merging. ``dry_run``: do everything in a
+        transaction that is rolled back: the outcomes are real, nothing is written (new rows'
+        ids are None).
+
+        Outcomes (see :class:`~memdb.models.AddResult`, and ``memdb.write_memories`` for the
+        rules): created, hypothesis, superseded (same subject, category and norm_key, or a
+        correction), duplicate, merged (cosine >= the policy's ``near_dup_threshold`` in the
+        same scope and category, with the same words), rejected. Malformed input
+        (InvalidInput) still fails the whole call before anything is written.
+        """
+        inputs = [as_input(i) for i in items]
         if not inputs:
             return []
         v.positive_int(batch_size, "batch_size", 100_000)
+        policy = self._policy(gate)
+        for i in inputs:
+            i.to_item()  # malformed input fails the call, gate or not
+        decisions = [None if policy is None else policy.decide(i, enforce=not bypass_gate)
+                     for i in inputs]
+        results: list[AddResult | None] = [None] * len(inputs)
+        todo: list[tuple[int, MemoryInput, Decision | None]] = []
+        for n, (item, decision) in enumerate(zip(inputs, decisions, strict=True)):
+            if decision is not None and decision.item is None:
+                results[n] = AddResult(id=None, created=False, outcome="rejected",
+                                       reasons=decision.reasons, dry_run=dry_run)
+            else:
+                todo.append((n, item if decision is None else decision.item, decision))
+        if todo:
+            for n, result in zip([t[0] for t in todo],
+                                 self._write([(t[1], t[2]) for t in todo], policy, batch_size,
+                                             reason, dry_run), strict=True):
+                results[n] = result
+        return [r for r in results if r is not None]
+
+    def _write(self, todo: list[tuple[MemoryInput, Decision | None]],
+               policy: WritePolicy | None, batch_size: int, reason: str | None,
+               dry_run: bool) -> list[AddResult]:
         subject = self.subject or "default"
-        payload = [{"subject": subject, **i.to_item(), "tenant": self.tenant} for i in inputs]
+        payload = []
+        for item, decision in todo:
+            entry = {"subject": subject, **item.to_item(), "tenant": self.tenant}
+            if decision is not None and decision.correction is not None:
+                entry["correction_of"] = decision.correction.old
+            payload.append(entry)
+        inputs = [t[0] for t in todo]
         dims = self.embedder.dims
         vectors: list[np.ndarray | None] = [
             None if i.embedding is None else check_vector(i.embedding, dims) for i in inputs
         ]
         missing = [n for n, vec in enumerate(vectors) if vec is None]
+        deferred: set[int] = set()
         if missing:
-            computed = self.embedder.embed_passages([inputs[n].embedding_text() for n in missing])
-            for n, vec in zip(missing, computed, strict=True):
-                vectors[n] = vec
+            computed = self._embed_passages([inputs[n].embedding_text() for n in missing])
+            if computed is None:
+                deferred = set(missing)
+            else:
+                for n, vec in zip(missing, computed, strict=True):
+                    vectors[n] = vec
         space_id = self.space_id()
+        options = Jsonb(policy.sql_options() if policy is not None else {})
         # A transaction of several statements can deadlock with a concurrent writer of the
         # same contents (each statement locks its keys, then the tenant's BM25 statistics
         # row); PostgreSQL aborts one of them, which is retried as a whole.
         for attempt in range(_WRITE_ATTEMPTS):
-            results: list[AddResult] = []
+            rows: list[dict[str, Any]] = []
             try:
                 with self._transaction() as conn:
                     self._begin(conn, reason)
                     for start in range(0, len(payload), batch_size):
-                        rows = conn.execute(_sql.query("add_memories"), {
+                        rows.extend(conn.execute(_sql.query("write_memories"), {
                             "items": Jsonb(payload[start:start + batch_size]),
                             "embeddings": vectors[start:start + batch_size],
-                            "space_id": space_id,
-                        }).fetchall()
-                        results.extend(AddResult(id=r["id"], created=r["created"]) for r in rows)
+                            "space_id": space_id, "options": options,
+                        }).fetchall())
+                    if dry_run:
+                        raise psycopg.Rollback()
                 break
             except DatabaseError as exc:
                 state = getattr(exc.__cause__, "sqlstate", None)
                 if state not in _RETRY_STATES or attempt + 1 == _WRITE_ATTEMPTS:
                     raise
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
-        return results
+        return [_result(row, decision, dry_run, deferred=n in deferred)
+                for n, (row, (_item, decision)) in enumerate(zip(rows, todo, strict=True))]
+
+    def _embed_passages(self, texts: list[str]) -> np.ndarray | None:
+        """Vectors for texts to store, or None when the provider failed and the policy is
+        ``defer`` (the rows are then stored without embeddings, queued for reembed())."""
+        try:
+            return embed_checked(self.embedder, texts)
+        except EmbeddingError:
+            if self.on_embedding_error == "defer":
+                return None
+            raise
 
     def update(self, memory_id: UUID | str, *, reason: str | None = None,
-               embedding: Any = None, **changes: Any) -> Memory:
+               embedding: Any = None, gate: WritePolicy | None | object = _STORE_GATE,
+               bypass_gate: bool = False, **changes: Any) -> Memory:
         """Change fields of a current memory (content re-embeds; version +1; history row).
 
         Fields: content, search_context, kind, category, agent, norm_key, importance,
         confidence, source_type, source_id, metadata, tags, expires_at (None clears it), ttl.
+        A change of content, kind, category, source_type or source_id passes the write gate as
+        the updated memory would (raises :class:`~memdb.errors.Rejected` if refused, changing
+        nothing), unless ``bypass_gate`` or ``gate=None``.
         """
         mid = _uuid(memory_id)
         if not changes and embedding is None:
@@ -323,14 +383,20 @@ class MemoryStore(RecallMixin):
                     clean["ttl_seconds"] = ttl.total_seconds()
             else:
                 raise InvalidInput(f"memory field {key!r} cannot be updated")
+        current: Memory | None = None
+        policy = self._policy(gate)
+        if policy is not None and not bypass_gate and _GATED_FIELDS.intersection(clean):
+            current = self.get(mid)
+            self._check_update(policy, current, clean)
         vector = None
         if embedding is not None:
             vector = check_vector(embedding, self.embedder.dims)
         elif "content" in clean or "search_context" in clean:
-            current = self.get(mid)
+            current = current or self.get(mid)
             text = clean.get("content", current.content)
             context = clean.get("search_context", current.search_context)
-            vector = self.embedder.embed_passages([f"{context}\n{text}" if context else text])[0]
+            computed = self._embed_passages([f"{context}\n{text}" if context else text])
+            vector = None if computed is None else computed[0]  # None: deferred, see reembed()
         space_id = self.space_id() if vector is not None else None
         with self._transaction() as conn:
             self._begin(conn, reason)
@@ -341,6 +407,21 @@ class MemoryStore(RecallMixin):
         if row["id"] is None:
             raise NotFound(f"no current memory {mid}")
         return self.get(mid)
+
+    @staticmethod
+    def _check_update(policy: WritePolicy, current: Memory, clean: dict[str, Any]) -> None:
+        """Raise Rejected if the memory as updated would not pass the gate as a new write."""
+        candidate = MemoryInput(
+            content=clean.get("content", current.content), subject=current.subject,
+            kind=clean.get("kind", current.kind), category=clean.get("category", current.category),
+            scope=current.scope, project_id=current.project_id, session_id=current.session_id,
+            source_type=clean.get("source_type", current.source_type),
+            source_id=clean.get("source_id", current.source_id),
+            tags=list(current.tags), status=current.status)
+        decision = policy.decide(candidate)
+        if decision.item is None:
+            raise Rejected("the write gate refused the update: " + "; ".join(decision.reasons),
+                           decision.reasons)
 
     def delete(self, memory_id: UUID | str, *, reason: str | None = None) -> None:
         """Delete a memory (history keeps a 'delete' row); NotFound if there is none."""
@@ -358,6 +439,63 @@ class MemoryStore(RecallMixin):
             self._begin(conn, "expired")
             return int(conn.execute(_sql.query("purge_expired"),
                                     {"tenant": self.tenant}).fetchone()["purged"])
+
+    # -- the re-embedding queue -------------------------------------------------------------
+    def pending_embeddings(self) -> int:
+        """How many current memories of this tenant (or subject) wait for an embedding."""
+        with self._transaction() as conn:
+            return int(conn.execute(_sql.query("pending_embeddings"),
+                                    {"tenant": self.tenant}).fetchone()["n"])
+
+    def reembed(self, batch_size: int = 64, limit: int | None = None, *,
+                progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed queued memories (current rows without an embedding) and store their vectors;
+        returns how many were written.
+
+        One pass over the queue in id order, ``batch_size`` rows at a time, each batch read,
+        embedded outside any transaction, then written in a transaction of its own that only
+        touches rows still holding exactly the embedded text and still without a vector (a
+        row changed meanwhile is skipped; its new text stays queued). ``limit`` caps the rows
+        read. ``progress(done, total)`` is called after each batch (``total``: the queue's size
+        at the start, capped by ``limit``). A provider failure raises EmbeddingError; batches
+        written before it stay written.
+        """
+        v.positive_int(batch_size, "batch_size", 10_000)
+        if limit is not None:
+            v.positive_int(limit, "limit", 10**9)
+        total = self.pending_embeddings()
+        if limit is not None:
+            total = min(total, limit)
+        space_id = self.space_id()
+        after, read, written = UUID(int=0), 0, 0
+        while limit is None or read < limit:
+            size = batch_size if limit is None else min(batch_size, limit - read)
+            with self._transaction() as conn:
+                rows = conn.execute(_sql.query("embedding_queue"), {
+                    "tenant": self.tenant, "after": after, "limit": size}).fetchall()
+            if not rows:
+                break
+            read += len(rows)
+            after = rows[-1]["id"]
+            texts = [MemoryInput(content=r["content"],
+                                 search_context=r["search_context"]).embedding_text()
+                     for r in rows]
+            try:
+                vectors = embed_checked(self.embedder, texts)
+            except EmbeddingError as exc:
+                raise EmbeddingError(
+                    f"re-embedding stopped after {written} memories: {exc}") from exc
+            with self._transaction() as conn:
+                written += int(conn.execute(_sql.query("set_embeddings"), {
+                    "tenant": self.tenant, "space_id": space_id,
+                    "ids": [r["id"] for r in rows],
+                    "contents": [r["content"] for r in rows],
+                    "contexts": [r["search_context"] for r in rows],
+                    "embeddings": list(vectors),
+                }).fetchone()["n"])
+            if progress is not None:
+                progress(min(read, total) if total else read, total)
+        return written
 
     # -- reads -----------------------------------------------------------------------------
     def get(self, memory_id: UUID | str) -> Memory:
@@ -418,7 +556,7 @@ class MemoryStore(RecallMixin):
         elif "routes" in options_json and "vector" not in options_json["routes"]:
             vector = None
         else:
-            vector = self.embedder.embed_queries([query])[0]
+            vector = embed_checked(self.embedder, [query], query=True)[0]
         embedded = time.perf_counter()
         return self._search(query, vector, k, flt, options_json, explain, embedded - started)
 

@@ -103,6 +103,16 @@ def embedder() -> LocalEmbedder:
 
 @pytest.fixture
 def store(fresh_db: str, embedder: LocalEmbedder) -> Iterator[MemoryStore]:
+    """A store with no write gate (``gate=None``): the storage, dedup and retrieval tests
+    write short, sourceless test strings on purpose. The gate, near-duplicate merging and
+    TTL defaults are tested through ``gated_store`` (tests/test_gate.py, test_versions.py)."""
+    with MemoryStore(fresh_db, embedder=embedder, gate=None) as s:
+        yield s
+
+
+@pytest.fixture
+def gated_store(fresh_db: str, embedder: LocalEmbedder) -> Iterator[MemoryStore]:
+    """A store with the default write gate (memdb.DEFAULT_POLICY), as users get it."""
     with MemoryStore(fresh_db, embedder=embedder) as s:
         yield s
 

@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from memdb.cli import cli
 from memdb.demo import MEMORIES, SEARCHES
 from memdb.migrations import head
+from tests.cli_helpers import add, ok_json, run
 
 INJECTION = "'); DROP TABLE memdb.memories; --"
 
@@ -26,16 +27,6 @@ def _no_user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing here may start a server in the user's data folder or read their MEMDB_DSN."""
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "memdb-home"))
     monkeypatch.delenv("MEMDB_DSN", raising=False)
-
-
-def run(dsn: str, *args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, ["--dsn", dsn, *args], input=input, catch_exceptions=False)
-
-
-def ok_json(dsn: str, *args: str) -> object:
-    result = run(dsn, *args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def failed(result: Result, message: str) -> None:
@@ -50,12 +41,6 @@ def failed(result: Result, message: str) -> None:
 def rows(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         return conn.execute("SELECT count(*) FROM memdb.memories").fetchone()[0]
-
-
-def add(dsn: str, text: str, *args: str) -> str:
-    out = ok_json(dsn, "add", text, *args)
-    assert out["created"] is True
-    return out["id"]
 
 
 # -- help and usage ------------------------------------------------------------------------
@@ -140,15 +125,16 @@ def test_add_get_and_text_output(fresh_db: str) -> None:
 
 def test_add_twice_deduplicates(fresh_db: str) -> None:
     first = add(fresh_db, "Alice prefers green tea.", "--subject", "alice")
-    again = ok_json(fresh_db, "add", "Alice prefers green tea.", "--subject", "alice")
-    assert again == {"id": first, "created": False}
-    text = run(fresh_db, "add", "Alice prefers green tea.", "--subject", "alice")
-    assert "deduplicated" in text.stdout
+    again = ok_json(fresh_db, "add", "--no-gate", "Alice prefers green tea.", "--subject",
+                    "alice")
+    assert (again["id"], again["created"], again["outcome"]) == (first, False, "duplicate")
+    text = run(fresh_db, "add", "--no-gate", "Alice prefers green tea.", "--subject", "alice")
+    assert f"{first} duplicate" in text.stdout
     assert rows(fresh_db) == 1
 
 
 def test_add_reads_stdin(fresh_db: str) -> None:
-    result = run(fresh_db, "add", "-", "--json", input="Bob 住在北京。\n")
+    result = run(fresh_db, "add", "--no-gate", "-", "--json", input="Bob 住在北京。\n")
     memory_id = json.loads(result.stdout)["id"]
     assert ok_json(fresh_db, "get", memory_id)["content"] == "Bob 住在北京。\n"
 
@@ -160,8 +146,10 @@ def test_add_with_scope_and_expiry(fresh_db: str) -> None:
     assert (memory["scope"], memory["project_id"], memory["agent"]) == (
         "project", "orders", "planner")
     assert memory["expires_at"] is not None
-    failed(run(fresh_db, "add", "no project", "--scope", "project"), "needs a project_id")
-    failed(run(fresh_db, "add", "both", "--ttl", "5", "--expires-at", "2100-01-01"),
+    failed(run(fresh_db, "add", "--no-gate", "no project", "--scope", "project"),
+           "needs a project_id")
+    failed(run(fresh_db, "add", "--no-gate", "both", "--ttl", "5", "--expires-at",
+               "2100-01-01"),
            "not both")
 
 
@@ -284,7 +272,8 @@ def test_mark_used(fresh_db: str) -> None:
 
 
 def test_update_delete_history(fresh_db: str) -> None:
-    memory_id = add(fresh_db, "Alice lives in Berlin", "--subject", "alice")
+    memory_id = add(fresh_db, "Alice lives in Berlin", "--subject", "alice",
+                    "--source-id", "chat-9#1")
     updated = ok_json(fresh_db, "update", memory_id, "--content", "Alice 住在慕尼黑",
                       "--importance", "0.9", "--tag", "city", "--reason", "she moved")
     assert updated["content"] == "Alice 住在慕尼黑"
@@ -327,13 +316,13 @@ def test_migrate(fresh_db: str) -> None:
 
 def test_unmigrated_database_says_migrate(empty_db: str) -> None:
     failed(run(empty_db, "list"), "memdb migrate")
-    failed(run(empty_db, "add", "hello"), "memdb migrate")
+    failed(run(empty_db, "add", "--no-gate", "hello"), "memdb migrate")
     assert ok_json(empty_db, "migrate") == {"revision": head()}
     add(empty_db, "hello")
 
 
 def test_tenant_isolation(fresh_db: str) -> None:
-    memory_id = ok_json(fresh_db, "--tenant", "acme", "add", "acme secret")["id"]
+    memory_id = ok_json(fresh_db, "--tenant", "acme", "add", "--no-gate", "acme secret")["id"]
     assert ok_json(fresh_db, "--tenant", "acme", "get", memory_id)["tenant"] == "acme"
     failed(run(fresh_db, "get", memory_id), "no memory")
 
@@ -384,7 +373,11 @@ def test_demo_twice_adds_nothing_the_second_time(fresh_db: str) -> None:
         for key, value in search["filter"].items():
             allowed = value if isinstance(value, list) else [value]
             assert all(h[key] in allowed for h in search["hits"])
-    assert report["searches"][0]["hits"][0]["subject"] == "zhangwei"
+    # the system rule about answering 张伟 in Chinese is boosted (system_boost) above the
+    # preference; the first ordinary hit is 张伟's own preference
+    first = report["searches"][0]["hits"]
+    assert [h["category"] for h in first][:2] == ["system", "preferences"]
+    assert first[1]["subject"] == "zhangwei"
 
     second = run(fresh_db, "demo")
     assert second.exit_code == 0, second.output
@@ -392,7 +385,7 @@ def test_demo_twice_adds_nothing_the_second_time(fresh_db: str) -> None:
     out = second.stdout
     assert "12 memories: 0 new, 12 already stored" in out
     assert "张伟喜欢喝乌龙茶" in out and "Alice prefers green tea" in out
-    assert re.search(r"^1\s+\d\.\d{3}\s+semantic\s+preferences\s+zhangwei\s+"
+    assert re.search(r"^2\s+\d\.\d{3}\s+semantic\s+preferences\s+zhangwei\s+"
                      r"user_statement:chat-0305#2\s+vector:\d.*张伟喜欢喝乌龙茶", out, re.MULTILINE)
     assert "timings: server start + migrate" in out
 
@@ -420,6 +413,64 @@ def test_tenant_and_subject_isolation(fresh_db: str) -> None:
     assert listed.exit_code == 0
     assert [m["subject"] for m in json.loads(listed.stdout)] == ["alice"]
     refused = CliRunner().invoke(cli, ["--dsn", fresh_db, "--as-subject", "alice",
-                                       "add", "planted", "--subject", "bob"])
+                                       "add", "--no-gate", "planted", "--subject", "bob"])
     assert refused.exit_code == 1 and "error:" in refused.stderr
+    assert "row-level security" in refused.stderr or "permission" in refused.stderr.lower()
     assert rows(fresh_db) == 2
+
+
+# -- the write gate ------------------------------------------------------------------------
+def test_add_through_the_gate_prints_outcome_and_reasons(fresh_db: str) -> None:
+    refused = run(fresh_db, "add", "我猜张伟住在上海", "--source-id", "chat-1")
+    failed(refused, "the write gate refused")
+    assert "hedged" in refused.stderr and rows(fresh_db) == 0
+    failed(run(fresh_db, "add", "Alice works at a start-up"), "no_source")
+    guess = ok_json(fresh_db, "add", "Bob is a vegetarian", "--source-type", "model_inference",
+                    "--source-id", "s-1#4")
+    assert guess["outcome"] == "hypothesis" and guess["created"] is True
+    assert any(r.startswith("model_inference") for r in guess["reasons"])
+    rule = run(fresh_db, "add", "回答要简洁明了", "--kind", "procedural", "--source-id", "p-1")
+    failed(rule, "not_generalizable")
+    flagged = ok_json(fresh_db, "add", "回答要简洁明了", "--kind", "procedural",
+                      "--source-id", "p-1", "--rule")
+    assert flagged["outcome"] == "created"
+    text = run(fresh_db, "add", "正在排查订单接口的慢查询", "--kind", "working")
+    assert text.exit_code == 0 and " created" in text.stdout
+    assert "ttl_default: 24 h for working" in text.stdout
+    assert rows(fresh_db) == 3
+
+
+def test_add_dry_run_writes_nothing(fresh_db: str) -> None:
+    out = ok_json(fresh_db, "add", "张伟住在上海浦东", "--source-id", "c-1", "--dry-run")
+    assert (out["outcome"], out["id"], out["dry_run"]) == ("created", None, True)
+    result = run(fresh_db, "add", "好的", "--dry-run", "--json")
+    assert result.exit_code == 1 and json.loads(result.stdout)["outcome"] == "rejected"
+    assert rows(fresh_db) == 0
+
+
+def test_add_supersedes_by_norm_key(fresh_db: str) -> None:
+    first = add(fresh_db, "我喜欢喝咖啡", "--category", "preferences", "--norm-key", "drink")
+    out = ok_json(fresh_db, "add", "我现在喜欢喝乌龙茶", "--category", "preferences",
+                  "--norm-key", "drink", "--source-id", "c-2")
+    assert out["outcome"] == "superseded" and out["superseded_id"] == first
+    assert [m["content"] for m in ok_json(fresh_db, "list")] == ["我现在喜欢喝乌龙茶"]
+
+
+def test_gate_command_only_prints_decisions(fresh_db: str) -> None:
+    out = ok_json(fresh_db, "gate", "好的", "我猜他三十岁", "张伟不是住在上海，是住在北京",
+                  "--source-id", "c-1")
+    assert [d["outcome"] for d in out] == ["rejected", "rejected", "accepted"]
+    assert out[2]["correction"] == {"old": "住在上海", "new": "住在北京"}
+    text = run(fresh_db, "gate", "Always answer in English", "--category", "system",
+               "--source-id", "p")
+    assert text.exit_code == 0 and text.stdout.startswith("accepted")
+    assert rows(fresh_db) == 0
+
+
+def test_update_content_passes_the_gate(fresh_db: str) -> None:
+    mid = add(fresh_db, "张伟住在上海浦东新区", "--source-id", "chat-1#2")
+    refused = run(fresh_db, "update", mid, "--content", "好的")
+    assert refused.exit_code == 1 and "write gate refused the update" in refused.stderr
+    assert ok_json(fresh_db, "get", mid)["content"] == "张伟住在上海浦东新区"
+    forced = ok_json(fresh_db, "update", mid, "--content", "好的", "--no-gate")
+    assert forced["content"] == "好的" and forced["version"] == 2

@@ -90,7 +90,8 @@ def test_threads_one_store_variants_of_same_text_real_embedder(store, raw):
 def test_threads_separate_stores_same_content(fresh_db, embedder, raw):
     """Each thread has its own store (own pool); the first use also registers the embedding
     space concurrently."""
-    stores = [MemoryStore(fresh_db, embedder=embedder, pool_size=1) for _ in range(THREADS)]
+    stores = [MemoryStore(fresh_db, embedder=embedder, pool_size=1,
+                          gate=None) for _ in range(THREADS)]
     try:
         for round_ in range(3):
             text = f"Meeting {round_} moved to room 4B"
@@ -157,7 +158,8 @@ def test_concurrent_overlapping_add_many_separate_stores(fresh_db, embedder, raw
     n_stores, n_items = 3, 24
     contents = [f"note {n}" for n in range(n_items)]
     vectors = [unit_vector(300 + n) for n in range(n_items)]
-    stores = [MemoryStore(fresh_db, embedder=embedder, pool_size=1) for _ in range(n_stores)]
+    stores = [MemoryStore(fresh_db, embedder=embedder, pool_size=1, gate=None)
+              for _ in range(n_stores)]
     try:
         def work(i: int) -> list[AddResult]:
             order = list(range(n_items))
@@ -188,7 +190,8 @@ CONTENTS = [f"process-shared memory #{n}: 第{n}条记忆" for n in range(20)]
 def _process_worker(dsn: str, seed: int, barrier, queue) -> None:
     """Runs in a spawned process: its own MemoryStore adds the same 20 contents."""
     try:
-        with MemoryStore(dsn) as st:  # the local model is never loaded: vectors are given
+        # the local model is never loaded: vectors are given
+        with MemoryStore(dsn, gate=None) as st:
             order = list(range(len(CONTENTS)))
             random.Random(seed).shuffle(order)
             barrier.wait(timeout=60)

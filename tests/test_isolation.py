@@ -39,7 +39,7 @@ def stores(fresh_db, embedder):
     out = {}
     past = datetime.now(UTC) - timedelta(hours=1)
     for tenant in TENANTS:
-        store = MemoryStore(fresh_db, tenant=tenant, embedder=embedder)
+        store = MemoryStore(fresh_db, tenant=tenant, embedder=embedder, gate=None)
         results = store.add_many([{"content": c, "subject": s} for s, c in CONTENT])
         assert all(r.created for r in results)  # identical content elsewhere is no duplicate
         ids = {key: r.id for key, r in zip(CONTENT, results, strict=True)}
@@ -142,7 +142,8 @@ def test_subject_isolation_is_exact_and_refuses_other_subjects(stores, fresh_db,
     _, ids = stores["acme"]
     user_1 = {ids[k] for k in CONTENT if k[0] == "user_1"}
     user_10 = {ids[k] for k in CONTENT if k[0] == "user_10"}
-    with MemoryStore(fresh_db, tenant="acme", subject="user_1", embedder=embedder) as s1:
+    with MemoryStore(fresh_db, tenant="acme", subject="user_1", embedder=embedder,
+                     gate=None) as s1:
         assert {m.id for m in s1.list()} == user_1
         assert s1.list(subject="user_10") == []
         for routes in (None, ["vector"], ["bm25"], ["exact"]):
@@ -166,9 +167,11 @@ def test_subject_isolation_is_exact_and_refuses_other_subjects(stores, fresh_db,
         mine = s1.add("written without a subject")
         assert s1.get(mine.id).subject == "user_1"
         assert s1.add("explicitly mine", subject="user_1").created
-    with MemoryStore(fresh_db, tenant="acme", subject="user_10", embedder=embedder) as s10:
+    with MemoryStore(fresh_db, tenant="acme", subject="user_10", embedder=embedder,
+                     gate=None) as s10:
         assert {m.id for m in s10.list()} == user_10
-    with MemoryStore(fresh_db, tenant="globex", subject="user_1", embedder=embedder) as g1:
+    with MemoryStore(fresh_db, tenant="globex", subject="user_1", embedder=embedder,
+                     gate=None) as g1:
         assert not {m.id for m in g1.list()} & (user_1 | user_10)
 
 
@@ -333,7 +336,7 @@ def test_an_application_login_cannot_escape(stores, fresh_db, raw, embedder):
     try:
         raw.execute(f"GRANT memdb_app TO {name}")
         dsn = make_conninfo(**{**conninfo_to_dict(fresh_db), "user": name})
-        with MemoryStore(dsn, tenant="globex", embedder=embedder) as app:
+        with MemoryStore(dsn, tenant="globex", embedder=embedder, gate=None) as app:
             assert {m.tenant for m in app.list()} == {"globex"}
             assert app.add("written by the application login", subject="user_1").created
             assert {h.memory.tenant for h in app.search("green tea", k=20)} == {"globex"}
@@ -366,7 +369,7 @@ def test_an_application_login_cannot_escape(stores, fresh_db, raw, embedder):
 def test_unmigrated_database_is_reported(empty_db, embedder):
     from memdb import NotMigrated
 
-    with MemoryStore(empty_db, tenant="acme", embedder=embedder) as store:
+    with MemoryStore(empty_db, tenant="acme", embedder=embedder, gate=None) as store:
         with pytest.raises(NotMigrated):
             store.list()
 

@@ -258,7 +258,7 @@ def test_upgrade_downgrade_upgrade_round_trip(empty_db, embedder):
 
     assert upgrade(empty_db) == head()
     assert _tables(empty_db) == _declared_tables()
-    with memdb.MemoryStore(empty_db, embedder=embedder) as store:
+    with memdb.MemoryStore(empty_db, embedder=embedder, gate=None) as store:
         result = store.add("王五喜欢喝绿茶 / Wang Wu likes green tea", subject="wangwu")
         assert result.created
         assert store.get(result.id).content.startswith("王五")
@@ -450,7 +450,7 @@ def test_upgrade_twice_reapplies_functions(fresh_db):
         "memories_history_delete"}
     assert _trigger_names(fresh_db) == _declared_triggers()
     assert after["columns"] == before["columns"] and after["indexes"] == before["indexes"]
-    with memdb.MemoryStore(fresh_db, embedder=_FixedEmbedder()) as store:
+    with memdb.MemoryStore(fresh_db, embedder=_FixedEmbedder(), gate=None) as store:
         assert store.add("still works after two upgrades").created
 
 

@@ -83,7 +83,7 @@ POOL_META = [{"lang": "en"}, {"n": 1, "nested": {"a": [1, 2]}}, {"q": "'\"%_$$"}
 
 @pytest.fixture(scope="module")
 def ps(prop_dsn: str) -> Iterator[MemoryStore]:
-    with MemoryStore(prop_dsn, embedder=HashEmbedder()) as store:
+    with MemoryStore(prop_dsn, embedder=HashEmbedder(), gate=None) as store:
         for n, subject in enumerate(POOL_SUBJECTS):
             store.add(f"seed memory {n} about {subject} and green tea", subject=subject,
                       tags=POOL_TAGS[n % len(POOL_TAGS):][:3],

@@ -294,11 +294,11 @@ def test_decay_and_importance_spare_system_memories(store: MemoryStore):
     system = store.add("永远用中文回答 always answer in Chinese", category="system",
                        embedding=e, created_at=old, importance=0.2).id
     plain = {h.memory.id: h.details["multiplier"] for h in store.search_by_vector(e)}
-    assert plain == {general: 1.0, system: 1.0}
+    assert plain == {general: 1.0, system: 2.0}  # the system boost (default 1), nothing else
     hits = store.search("weekly report 周报", embedding=e,
                         decay={"decay_weight": 1, "importance_weight": 1})
     mult = {h.memory.id: h.details["multiplier"] for h in hits}
-    assert mult[system] == 1.0
+    assert mult[system] == 2.0
     assert mult[general] == pytest.approx(0.25 * 0.7, rel=1e-3)  # 2 half-lives, 0.5 + 0.2
     hits = store.search("weekly report 周报", embedding=e,
                         decay={"decay_weight": 1, "half_life_days": 180})

@@ -114,7 +114,7 @@ def test_get_accepts_string_id_and_unknown_is_not_found(store):
 
 def test_other_tenant_cannot_see(store, fresh_db, embedder):
     r = store.add("tenant A secret")
-    with MemoryStore(fresh_db, tenant="tenant-b", embedder=embedder) as other:
+    with MemoryStore(fresh_db, tenant="tenant-b", embedder=embedder, gate=None) as other:
         with pytest.raises(NotFound):
             other.get(r.id)
         assert other.list() == []
@@ -244,7 +244,8 @@ def test_delete(store):
 @pytest.fixture(scope="module")
 def list_store(server_dsn, template_dsn, embedder) -> Iterator[MemoryStore]:
     """One database for the read-only list tests below (seeded once, never written after)."""
-    with template_copy(server_dsn, "memdb_list") as dsn, MemoryStore(dsn, embedder=embedder) as st:
+    with template_copy(server_dsn, "memdb_list") as dsn, MemoryStore(dsn, embedder=embedder,
+                                                                     gate=None) as st:
         yield st
 
 
@@ -536,7 +537,7 @@ def test_search_with_filters_only_returns_matching(store):
 def test_history_actor_and_reason(store, fresh_db, embedder, raw):
     default_actor = raw.execute("SELECT current_user").fetchone()[0]
     r = store.add("Nina's birthday is May 3", reason="told in chat")
-    with MemoryStore(fresh_db, embedder=embedder, actor="agent:scheduler") as agent:
+    with MemoryStore(fresh_db, embedder=embedder, actor="agent:scheduler", gate=None) as agent:
         agent.update(r.id, importance=0.9, reason="birthdays matter")
         dup = agent.add("nina's birthday is may 3", tags=["date"])
         assert dup.id == r.id

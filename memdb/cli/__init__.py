@@ -5,7 +5,19 @@
     memdb search "what does Alice drink?" --subject alice --json
 """
 
-from . import demo, evaluate, memories, planner, search  # noqa: F401  (registers the commands)
+from . import (  # noqa: F401  (registers the commands)
+    agent,
+    ask,
+    demo,
+    embeddings,
+    evaluate,
+    ingest,
+    lifecycle,
+    memories,
+    planner,
+    search,
+    session,
+)
 from ._app import cli, main
 
 __all__ = ["cli", "main"]

@@ -14,6 +14,7 @@ from typing import Any
 import click
 import psycopg
 
+from .._redact import redact
 from ..errors import MemdbError, translate
 from ..store import MemoryStore
 
@@ -33,10 +34,10 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except MemdbError as exc:
-            raise CliError(str(exc) or type(exc).__name__) from exc
+        except MemdbError as exc:  # messages are redacted where made; redact() is the net
+            raise CliError(redact(str(exc) or type(exc).__name__)) from exc
         except psycopg.Error as exc:  # the store translates these; this is the safety net
-            raise CliError(str(translate(exc))) from exc
+            raise CliError(redact(translate(exc))) from exc
 
 
 class State:

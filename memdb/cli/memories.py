@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, Rejected
+from ..gate import DEFAULT_POLICY
 from ..models import Category, Kind, Scope, SourceType
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_history, print_memory, provenance, short, table
@@ -53,23 +54,63 @@ def migrate(as_json: bool) -> None:
     (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
     (["--norm-key"], {"help": "A stable key for the fact (a later memory with it supersedes)."}),
     (["--reason"], {"help": "Why, recorded in the history."}),
+    (["--rule"], {"is_flag": True,
+                  "help": "Mark it as a rule explicitly (the gate then needs no rule cue)."}),
+    (["--dry-run"], {"is_flag": True,
+                     "help": "Show what would happen (the gate's decision and the outcome); "
+                             "write nothing."}),
+    (["--no-gate"], {"is_flag": True,
+                     "help": "Skip the write gate's checks (TTL defaults and merging stay)."}),
 )
 @json_option
 def add(text: str, as_json: bool, reason: str | None, metadata: str | None,
-        tags: tuple[str, ...], **fields: Any) -> None:
-    """Remember TEXT ("-" reads it from stdin).
+        tags: tuple[str, ...], dry_run: bool, no_gate: bool, **fields: Any) -> None:
+    """Remember TEXT ("-" reads it from stdin), through the write gate.
 
-    Identical text in the same scope is not stored twice: the existing memory is bumped.
+    Facts and rules need --source-id; model inferences become hypotheses. Identical text in
+    the same scope is not stored twice (the existing memory is bumped); a near duplicate is
+    merged; a new version of a --norm-key slot, or a correction ("不是A，是B"), supersedes
+    the old one. A refused memory prints the gate's reasons and exits with status 1.
     """
     if text == "-":
         text = sys.stdin.read()
-    result = store().add(text, reason=reason, metadata=parse_metadata(metadata),
-                          tags=list(tags) or None, **fields)
+    result = store().add_many([{"content": text, "metadata": parse_metadata(metadata),
+                                "tags": list(tags) or None, **fields}],
+                              reason=reason, bypass_gate=no_gate, dry_run=dry_run)[0]
     if as_json:
-        emit_json({"id": str(result.id), "created": result.created})
+        emit_json(result.to_dict())
     else:
-        status = "created" if result.created else "deduplicated (already stored)"
-        click.echo(f"{result.id} {status}")
+        click.echo(f"{result.id or '-'} {result.outcome}{' (dry run)' if dry_run else ''}")
+        for line in result.reasons:
+            click.echo(f"  {line}")
+    if result.rejected:
+        raise Rejected("the write gate refused the memory: " + "; ".join(result.reasons),
+                       result.reasons)
+
+
+@cli.command()
+@click.argument("texts", metavar="TEXT...", nargs=-1, required=True)
+@options(
+    (["--kind"], {"default": "semantic", "show_default": True,
+                  "help": f"One of: {values(Kind)}."}),
+    (["--category"], {"default": "general", "show_default": True,
+                      "help": f"One of: {values(Category)}."}),
+    (["--source-type"], {"default": "user_statement", "show_default": True,
+                         "help": f"Provenance, one of: {values(SourceType)}."}),
+    (["--source-id"], {"help": "Where exactly it came from (message id, file, URL...)."}),
+    (["--rule"], {"is_flag": True, "help": "Mark them as rules explicitly."}),
+)
+@json_option
+def gate(texts: tuple[str, ...], as_json: bool, **fields: Any) -> None:
+    """Show the write gate's decision on each TEXT; nothing is embedded or written."""
+    decisions = DEFAULT_POLICY.decide_many([{"content": t, **fields} for t in texts])
+    if as_json:
+        emit_json([{"content": t, **d.to_dict()} for t, d in zip(texts, decisions, strict=True)])
+        return
+    for text, decision in zip(texts, decisions, strict=True):
+        click.echo(f"{decision.outcome:<10} {decision.role:<7} {short(text)}")
+        for line in decision.reasons:
+            click.echo(f"  {line}")
 
 
 @cli.command()
@@ -133,10 +174,12 @@ def mark_used(memory_ids: tuple[str, ...], subject: str | None, as_json: bool) -
     (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
     (["--no-expiry"], {"is_flag": True, "help": "Never expire."}),
     (["--reason"], {"help": "Why, recorded in the history."}),
+    (["--no-gate"], {"is_flag": True,
+                     "help": "Skip the write gate's checks of the changed memory."}),
 )
 @json_option
 def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
-           **options: Any) -> None:
+           no_gate: bool, **options: Any) -> None:
     """Change fields of the memory ID (its version goes up by one)."""
     changes = {k: val for k, val in options.items() if val is not None and val != ()}
     if "metadata" in changes:
@@ -147,7 +190,7 @@ def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
         if "ttl" in changes or "expires_at" in changes:
             raise InvalidInput("give --no-expiry or --ttl/--expires-at, not both")
         changes["expires_at"] = None
-    memory = store().update(memory_id, reason=reason, **changes)
+    memory = store().update(memory_id, reason=reason, bypass_gate=no_gate, **changes)
     if as_json:
         emit_json(memory.to_dict())
     else:

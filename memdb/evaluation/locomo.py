@@ -149,7 +149,8 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
     timings["embed_single_query_p50_ms"] = percentile(single, 50)
 
     routes: dict[str, Any] = {}
-    with scratch_database(dsn) as scratch, MemoryStore(scratch, embedder=embedder) as store:
+    with scratch_database(dsn) as scratch, MemoryStore(scratch, embedder=embedder,
+                                                       gate=None) as store:
         t0 = time.perf_counter()
         dia_ids: dict[Any, set[str]] = {}
         for n, (_, items) in enumerate(inputs, start=1):

@@ -4,8 +4,9 @@
 -- when there is no such memory. Fields: content, search_context, kind, category, agent,
 -- norm_key, importance, confidence, source_type, source_id, metadata (replaced), tags
 -- (replaced), expires_at (JSON null clears it) or ttl_seconds (expires that long from now,
--- by the server's clock). A new content with no new embedding leaves
--- the memory without one (the old vector described the old text). The version increments
+-- by the server's clock). A new content or search_context with no new embedding leaves
+-- the memory without one (the old vector described the old text; it is then queued for
+-- re-embedding, see MemoryStore.reembed). The version increments
 -- and a history row is written by triggers. A new category is an explicit one: the
 -- classification's tag_version is cleared.
 CREATE OR REPLACE FUNCTION memdb.update_memory(p_tenant text, p_id uuid, p_changes jsonb,
@@ -48,9 +49,11 @@ BEGIN
                               ELSE m.expires_at END,
         embedding      = CASE WHEN p_embedding IS NOT NULL THEN p_embedding
                               WHEN p_changes ? 'content' AND p_changes ->> 'content' IS DISTINCT FROM m.content THEN NULL
+                              WHEN p_changes ? 'search_context' AND p_changes ->> 'search_context' IS DISTINCT FROM m.search_context THEN NULL
                               ELSE m.embedding END,
         space_id       = CASE WHEN p_embedding IS NOT NULL THEN p_space_id
                               WHEN p_changes ? 'content' AND p_changes ->> 'content' IS DISTINCT FROM m.content THEN NULL
+                              WHEN p_changes ? 'search_context' AND p_changes ->> 'search_context' IS DISTINCT FROM m.search_context THEN NULL
                               ELSE m.space_id END
     WHERE m.tenant = p_tenant AND m.id = p_id AND m.valid_to IS NULL
       AND (m.expires_at IS NULL OR m.expires_at > now())

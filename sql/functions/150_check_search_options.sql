@@ -8,7 +8,8 @@
 --   k1 >= 0, b in [0, 1], candidate_df_ratio in (0, 1]: BM25 (see memdb.search_bm25)
 --   mmr_lambda in [0, 1]: turns MMR on; mmr_candidates 1..1000 (default max(30, 3k))
 --   decay_weight, hotness_weight, importance_weight in [0, 1]; half_life_days > 0
---   (see memdb.score_multiplier); exact_limit >= 0 (see memdb.search_vector); space_id.
+--   (see memdb.score_multiplier); system_boost >= 0 (default 1: active 'system' memories
+--   score (1 + system_boost) times as much); exact_limit >= 0 (see memdb.search_vector); space_id.
 CREATE OR REPLACE FUNCTION memdb.check_search_options(p_options jsonb)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -51,14 +52,14 @@ BEGIN
             END LOOP;
         ELSIF k IN ('depth', 'rrf_k', 'k1', 'b', 'candidate_df_ratio', 'mmr_lambda', 'mmr_candidates',
                     'decay_weight', 'hotness_weight', 'importance_weight', 'half_life_days',
-                    'exact_limit', 'space_id') THEN
+                    'exact_limit', 'space_id', 'system_boost') THEN
             IF jsonb_typeof(v) <> 'number' THEN
                 RAISE EXCEPTION 'option "%" must be a number', k USING ERRCODE = 'invalid_parameter_value';
             END IF;
             x := (v #>> '{}')::numeric;
             IF (k IN ('depth', 'mmr_candidates') AND (x < 1 OR x > 1000 OR x <> trunc(x)))
                OR (k IN ('rrf_k', 'half_life_days') AND x <= 0)
-               OR (k = 'k1' AND x < 0)
+               OR (k IN ('k1', 'system_boost') AND x < 0)
                OR (k IN ('b', 'mmr_lambda', 'decay_weight', 'hotness_weight', 'importance_weight') AND (x < 0 OR x > 1))
                OR (k = 'candidate_df_ratio' AND (x <= 0 OR x > 1))
                OR (k IN ('exact_limit', 'space_id') AND (x < 0 OR x <> trunc(x))) THEN

@@ -9,9 +9,12 @@
 --      vector (memdb.search_vector, needs p_embedding), bm25 (memdb.search_bm25), exact
 --      (memdb.search_exact);
 --   2. weighted Reciprocal Rank Fusion: fused = sum over routes of weight / (rrf_k + rank);
---   3. score = fused * memdb.score_multiplier(...) (decay, hotness from memdb.mark_used counts
---      of the filter's subject - or the memory's own -, importance; all weights 0 by default;
---      never applied to category 'system');
+--   3. score = fused * multiplier, multiplier = memdb.score_multiplier(...) (decay, hotness
+--      from memdb.mark_used counts of the filter's subject - or the memory's own -, importance;
+--      all weights 0 by default; never applied to category 'system') times (1 + system_boost)
+--      for active memories of category 'system' (option system_boost, default 1: a rule's
+--      score is doubled, so a system rule outranks an ordinary preference it conflicts with
+--      unless the preference is far more relevant; 0 turns it off);
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
 -- A p_query with no keyword terms (blank, only stop words or punctuation) returns no rows;
 -- pass p_query NULL to search by p_embedding alone.
@@ -41,6 +44,7 @@ DECLARE
     w_bm25 double precision := coalesce((o #>> '{weights,bm25}')::double precision, 1);
     w_exact double precision := coalesce((o #>> '{weights,exact}')::double precision, 1);
     use_mmr boolean := o ? 'mmr_lambda';
+    system_boost double precision := coalesce((o ->> 'system_boost')::double precision, 1);
     pool integer;
     v_now timestamptz;
     usage_subject text;
@@ -110,7 +114,9 @@ BEGIN
         LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id AND u.subject = coalesce(usage_subject, m.subject)
         CROSS JOIN LATERAL (
             SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
-                                          extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult
+                                          extract(epoch FROM v_now - m.created_at) / 86400.0, o)
+                   * CASE WHEN m.category = 'system' AND m.status = 'active'
+                          THEN 1 + system_boost ELSE 1 END AS mult
         ) mu
         ORDER BY fu.fused * mu.mult DESC, fu.id
         LIMIT pool

@@ -18,7 +18,7 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
        m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
        m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
-       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status
 FROM memdb.memories m
 WHERE m.tenant = %(tenant)s AND m.id = %(id)s
   AND (m.expires_at IS NULL OR m.expires_at > now());
@@ -28,7 +28,7 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
        m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
        m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
-       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status
 FROM memdb.list_memories(%(tenant)s, %(filter)s, %(limit)s, %(offset)s) m;
 
 -- name: update_memory
@@ -48,3 +48,42 @@ ORDER BY h.id;
 
 -- name: count_memories
 SELECT count(*) AS n FROM memdb.memories WHERE tenant = %(tenant)s;
+
+-- name: write_memories
+SELECT ord, id, outcome, related_id, similarity, detail
+FROM memdb.write_memories(%(items)s, %(embeddings)b, %(space_id)s, %(options)s);
+
+-- name: pending_embeddings
+-- The re-embedding queue is no table of its own: it is the tenant's current, unexpired rows
+-- without an embedding (written while the embedding provider failed, with
+-- on_embedding_error = 'defer', or updated to a new content without a new vector).
+SELECT count(*) AS n
+FROM memdb.memories m
+WHERE m.tenant = %(tenant)s AND m.embedding IS NULL AND m.valid_to IS NULL
+  AND (m.expires_at IS NULL OR m.expires_at > now());
+
+-- name: embedding_queue
+-- The next queued rows after a given id (keyset order: one pass over the queue).
+SELECT m.id, m.content, m.search_context
+FROM memdb.memories m
+WHERE m.tenant = %(tenant)s AND m.embedding IS NULL AND m.valid_to IS NULL
+  AND (m.expires_at IS NULL OR m.expires_at > now())
+  AND m.id > %(after)s
+ORDER BY m.id
+LIMIT %(limit)s;
+
+-- name: set_embeddings
+-- Writes vectors for queued rows, but only where the row still has exactly the text that was
+-- embedded and still has no vector: a row changed or embedded meanwhile is left alone, so a
+-- stale vector is never stored. Returns how many rows were written.
+WITH done AS (
+    UPDATE memdb.memories m
+    SET embedding = q.embedding, space_id = %(space_id)s
+    FROM unnest(%(ids)s::uuid[], %(contents)s::text[], %(contexts)s::text[],
+                %(embeddings)b::vector[]) AS q(id, content, search_context, embedding)
+    WHERE m.tenant = %(tenant)s AND m.id = q.id AND m.embedding IS NULL
+      AND m.valid_to IS NULL AND m.content = q.content
+      AND m.search_context IS NOT DISTINCT FROM q.search_context
+    RETURNING m.id
+)
+SELECT count(*) AS n FROM done;

@@ -1,0 +1,252 @@
+"""Fact extraction for :meth:`MemoryStore.remember`, without I/O: the LLM prompt, a tolerant
+parser of the model's reply, a heuristic extractor (Chinese and English cues) and the
+importance heuristic.
+
+The parser distrusts the model: it finds the JSON inside prose or code fences, accepts a top
+level list or an object holding one (``facts``/``memories``/``items``), repairs what it can
+(a bare string becomes a fact; an unknown category becomes ``general``; an out-of-range or
+missing importance is scored heuristically) and drops the rest, counting what it dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .gate import detect_correction
+from .models import Category
+
+__all__ = ["Candidate", "Parsed", "SYSTEM_PROMPT", "build_prompt", "parse_reply",
+           "heuristic_candidates", "score_importance", "MAX_FACT_CHARS"]
+
+MAX_FACT_CHARS = 1000
+MAX_FACTS = 20
+_ACTIONS = ("add", "update", "noop")
+_CATEGORIES = {c.value for c in Category} - {"system"}
+
+SYSTEM_PROMPT = (
+    "You extract long-term memories from a conversation turn.\n"
+    'Return only JSON: {"facts": [{"content": str, "category": one of preferences|entities|'
+    'events|patterns|tools|skills|general, "kind": semantic|episodic|procedural, '
+    '"importance": 0-1, "source": "user_statement"|"model_inference", '
+    '"action": "add"|"update"|"noop", "target": null or the number of an existing memory, '
+    '"reason": str}]}\n'
+    "Rules: one self-contained statement per fact, in the user's language; only durable facts "
+    "(preferences, people and things, events, rules the user sets); \"source\" is "
+    "user_statement when the user said it, model_inference when you inferred it; compare with "
+    'the existing memories: "noop" if one already says it, "update" with its number as target '
+    'if the new fact changes or corrects it, else "add". No facts: {"facts": []}.')
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One fact to reconcile and write."""
+
+    content: str
+    category: str = "general"
+    kind: str = "semantic"
+    importance: float | None = None
+    source: str = "user_statement"
+    action: str = "add"
+    target: int | None = None
+    reason: str = ""
+    rule: bool = False
+
+
+@dataclass
+class Parsed:
+    """What :func:`parse_reply` made of a reply: the usable candidates, how many items were
+    dropped or repaired, and why the whole reply was unusable (None when it was usable)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    dropped: int = 0
+    repaired: int = 0
+    error: str | None = None
+
+
+def build_prompt(turn: str, existing: list[str]) -> list[dict[str, str]]:
+    """The chat messages asking the model for the facts of ``turn``, given numbered existing
+    memories (1-based)."""
+    memories = "\n".join(f"[{n}] {text}" for n, text in enumerate(existing, 1)) or "(none)"
+    return [{"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Existing memories:\n{memories}\n\nConversation turn:"
+                                        f"\n{turn}\n\nJSON:"}]
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def _json_values(text: str) -> list[Any]:
+    """Every JSON object or array found in ``text`` (fenced blocks first, then raw scans)."""
+    found: list[Any] = []
+    chunks = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for chunk in chunks:
+        pos = 0
+        while True:
+            starts = [i for i in (chunk.find("{", pos), chunk.find("[", pos)) if i >= 0]
+            if not starts:
+                break
+            start = min(starts)
+            try:
+                value, end = decoder.raw_decode(chunk, start)
+            except (json.JSONDecodeError, RecursionError):
+                pos = start + 1
+                continue
+            found.append(value)
+            pos = end
+        if found:
+            return found
+    return found
+
+
+def _items(value: Any) -> list[Any] | None:
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict):
+        for key in ("facts", "memories", "items", "results"):
+            if isinstance(value.get(key), list):
+                return value[key]
+        if isinstance(value.get("content"), str):  # a single fact object
+            return [value]
+    return None
+
+
+def parse_reply(text: str) -> Parsed:
+    """Candidates from a model's reply (see the module docstring)."""
+    out = Parsed()
+    items = None
+    for value in _json_values(text):
+        items = _items(value)
+        if items is not None:
+            break
+    if items is None:
+        out.error = "no JSON facts in the reply"
+        return out
+    for raw in items[:MAX_FACTS * 2]:
+        candidate, repaired = _candidate(raw)
+        if candidate is None:
+            out.dropped += 1
+        else:
+            out.repaired += repaired
+            out.candidates.append(candidate)
+    out.dropped += max(0, len(out.candidates) - MAX_FACTS) + max(0, len(items) - MAX_FACTS * 2)
+    out.candidates = out.candidates[:MAX_FACTS]
+    return out
+
+
+def _candidate(raw: Any) -> tuple[Candidate | None, int]:
+    """A Candidate from one item and how many of its fields were repaired, or (None, 0)."""
+    if isinstance(raw, str):
+        raw = {"content": raw}
+    if not isinstance(raw, dict):
+        return None, 0
+    content = raw.get("content", raw.get("fact", raw.get("text")))
+    if not isinstance(content, str) or not content.strip() or len(content) > MAX_FACT_CHARS \
+            or "\x00" in content:
+        return None, 0
+    repaired = 0
+    category = raw.get("category")
+    if category not in _CATEGORIES:
+        repaired += category is not None
+        category = "general"
+    kind = raw.get("kind")
+    if kind not in ("semantic", "episodic", "procedural"):
+        repaired += kind is not None
+        kind = "episodic" if category == "events" else "semantic"
+    importance = raw.get("importance")
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) \
+            or not 0 <= importance <= 1:
+        repaired += importance is not None
+        importance = None
+    source = raw.get("source")
+    if source not in ("user_statement", "model_inference"):
+        repaired += source is not None
+        source = "user_statement"
+    action = raw.get("action")
+    if action not in _ACTIONS:
+        repaired += action is not None
+        action = "add"
+    target = raw.get("target")
+    if isinstance(target, bool) or not isinstance(target, int):
+        repaired += target is not None and action != "add"
+        target = None
+    if action != "add" and target is None:
+        action = "add"  # an update/noop without a target cannot be checked: treat as new
+    reason = raw.get("reason")
+    reason = reason[:300] if isinstance(reason, str) else ""
+    return Candidate(content.strip(), category, kind, importance, source, action, target,
+                     reason, rule=kind == "procedural"), repaired
+
+
+# -- the heuristic extractor ------------------------------------------------------------------
+_REMEMBER = re.compile(r"^\s*(?:请|please\s+)?(?:记住|记得|别忘了|不要忘记|remember(?:\s+that)?|"
+                       r"don'?t\s+forget(?:\s+that)?|note\s+that)\s*[:：,，]?\s*", re.I)
+_RULE = re.compile(r"以后都|以后(?:请|要|别|不要)|从现在起|每次|总是|永远不要|不要再|务必|一律|"
+                   r"\b(?:always|never|from now on|every time|whenever)\b", re.I)
+_PREFERENCE = re.compile(r"我(?:很|最|更|比较|特别)?(?:喜欢|爱|偏好|讨厌|不喜欢|不爱|习惯)|"
+                         r"\bI\s+(?:really\s+|usually\s+)?(?:prefer|like|love|hate|dislike|"
+                         r"enjoy|don'?t\s+like)\b|\bmy\s+favou?rite\b", re.I)
+_ENTITY = re.compile(r"我(?:叫|是|住在|在.{1,12}(?:工作|上班|上学)|的名字是|对.{1,12}过敏)|"
+                     r"\b(?:my\s+name\s+is|I\s+am\s+(?:a|an)\b|I'?m\s+(?:a|an)\b|I\s+live\s+in|"
+                     r"I\s+work\s+(?:at|for|as)|I'?m\s+allergic|I\s+am\s+allergic)", re.I)
+_SPLIT = re.compile(r"(?<=[。！？!?;；\n])|(?<=\.)\s+")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SPLIT.split(text) if s and s.strip()]
+
+
+def heuristic_candidates(turn: str) -> list[Candidate]:
+    """Explicit statements in the user's text: "记住…", "以后都…", "我喜欢…", "I prefer…",
+    "never…", "always…", "remember that…", "my name is…" (the prompt's categories by cue)."""
+    out: list[Candidate] = []
+    for sentence in _sentences(turn):
+        explicit = bool(_REMEMBER.match(sentence))
+        content = _REMEMBER.sub("", sentence, count=1).strip() if explicit else sentence
+        content = content.strip(" ，,:：")
+        if not content:
+            continue
+        rule = bool(_RULE.search(content))
+        preference = bool(_PREFERENCE.search(content))
+        entity = bool(_ENTITY.search(content))
+        if not (explicit or rule or preference or entity):
+            continue
+        if rule:
+            category, kind, cue = "preferences", "procedural", "rule"
+        elif preference:
+            category, kind, cue = "preferences", "semantic", "preference"
+        elif entity:
+            category, kind, cue = "entities", "semantic", "entity"
+        else:
+            category, kind, cue = "general", "semantic", "explicit"
+        importance = score_importance(content, explicit=explicit, rule=rule)
+        out.append(Candidate(content[:MAX_FACT_CHARS], category, kind, importance,
+                             "user_statement",
+                             "add", None, f"heuristic: {cue} cue"
+                             + (" (explicit remember)" if explicit else ""), rule=rule))
+    return out[:MAX_FACTS]
+
+
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|《[^》]+》|“[^”]+”|"
+                    r"\b\d{4}-\d{2}-\d{2}\b|\d{1,2}月\d{1,2}日")
+
+
+def score_importance(text: str, *, explicit: bool = False, rule: bool = False) -> float:
+    """A heuristic importance in [0.5, 0.95] for a fact the caller gave none: base 0.5;
+    explicit "remember"/"记住" +0.2, a rule cue +0.15, a correction ("不是A，是B", "not A,
+    B") +0.15, a named entity, title or date +0.05, a preference +0.05."""
+    score = 0.5
+    if explicit or _REMEMBER.match(text) or re.search(r"记住|remember", text, re.I):
+        score += 0.2
+    if rule or _RULE.search(text):
+        score += 0.15
+    if detect_correction(text) is not None:
+        score += 0.15
+    if _NAMED.search(text.strip()):
+        score += 0.05
+    if _PREFERENCE.search(text):
+        score += 0.05
+    return round(min(score, 0.95), 2)

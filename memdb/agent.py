@@ -1,0 +1,86 @@
+"""The agent interface on :class:`~memdb.MemoryStore`: the function-calling memory tool
+(:mod:`memdb.tool`), a compact summary of a subject's memories, and ``remember`` (LLM fact
+extraction with reconciliation, :mod:`memdb.remember`).
+
+``Agent`` is a mixin: it uses the store's ``search``, ``get``, ``add_many``, ``update``,
+``decide``, ``_transaction()``, ``tenant``, ``subject`` and the ``llm`` property of
+:class:`~memdb.lifecycle.Lifecycle`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from . import _sql
+from . import _validate as v
+from .filters import Filter
+from .llm import ChatLLM
+from .remember import RememberResult, remember
+from .tool import ACTIONS, MemoryTool
+
+__all__ = ["Agent"]
+
+_FROM_ENV: Any = object()
+
+
+class Agent:
+    """Agent-interface methods of MemoryStore (see the module docstring)."""
+
+    def tool(self, *, subject: str | None = None, source_id: str | None = None,
+             agent: str | None = None,
+             allow: tuple[str, ...] | list[str] = ACTIONS) -> MemoryTool:
+        """A :class:`~memdb.tool.MemoryTool` over this store, bound to ``subject``."""
+        return MemoryTool(self, subject=v.optional_name(subject, "subject"),
+                          source_id=v.optional_text(source_id, "source_id", 1024),
+                          agent=v.optional_name(agent, "agent"), allow=allow)
+
+    def dispatch(self, tool_call: Any, *, subject: str | None = None,
+                 source_id: str | None = None) -> str:
+        """Execute one model tool call of the memory tool; its compact JSON result (errors
+        included: this never raises). Shorthand for ``store.tool(...).dispatch(call)``."""
+        return self.tool(subject=subject).dispatch(tool_call, source_id=source_id)
+
+    def memory_summary(self, *, subject: str | None = None, k: int = 5,
+                       max_chars: int = 400) -> dict[str, Any]:
+        """Counts of current memories by kind and by category, and the ``k`` most important
+        (ties: most recently updated), for one subject (or all visible ones)."""
+        v.positive_int(k, "k", 100)
+        v.positive_int(max_chars, "max_chars", 100_000)
+        flt = Jsonb(Filter.of(None, **({"subject": subject} if subject else {})).to_json())
+        params = {"tenant": self.tenant, "filter": flt, "limit": k}  # type: ignore[attr-defined]
+        with self._transaction() as conn:  # type: ignore[attr-defined]
+            counts = conn.execute(_sql.query("summary_counts"), params).fetchall()
+            top = conn.execute(_sql.query("summary_top"), params).fetchall()
+        by_kind: dict[str, int] = {}
+        by_category: dict[str, int] = {}
+        for row in counts:
+            by_kind[row["kind"]] = by_kind.get(row["kind"], 0) + int(row["n"])
+            by_category[row["category"]] = by_category.get(row["category"], 0) + int(row["n"])
+        return {"total": sum(by_kind.values()), "by_kind": by_kind, "by_category": by_category,
+                "top": [{"id": str(r["id"]), "kind": r["kind"], "category": r["category"],
+                         "importance": round(float(r["importance"]), 2),
+                         "content": r["content"] if len(r["content"]) <= max_chars
+                         else r["content"][:max_chars - 1] + "…"} for r in top]}
+
+    def remember(self, messages: Any, *, session_id: str | None = None,
+                 turn_id: str | None = None, subject: str | None = None,
+                 llm: ChatLLM | None = _FROM_ENV, timeout: float | None = None,
+                 dry_run: bool = False) -> RememberResult:
+        """Extract facts from a conversation turn (a string, or a list of ``{"role",
+        "content"}`` messages), reconcile them with the subject's similar memories and write
+        them through the write gate (see :mod:`memdb.remember`).
+
+        ``turn_id``: the provenance ``source_id`` of what the user said (default: a hash of
+        the session and the turn). ``llm``: default the store's (``$MEMDB_LLM_*``); None
+        forces the heuristic extractor. ``timeout``: the most the write waits for the LLM
+        (default ``$MEMDB_REMEMBER_TIMEOUT`` or 10 s). ``dry_run``: decide, write nothing.
+
+        >>> r = store.remember("记住：我对花生过敏。以后都用中文回答。", session_id="s1")
+        >>> [(d.action, d.outcome) for d in r.decisions]      # doctest: +SKIP
+        [('add', 'created'), ('add', 'created')]
+        """
+        chat = self.llm if llm is _FROM_ENV else llm  # type: ignore[attr-defined]
+        return remember(self, messages, llm=chat, session_id=session_id, turn_id=turn_id,
+                        subject=subject, timeout=timeout, dry_run=dry_run)

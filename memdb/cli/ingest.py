@@ -1,0 +1,208 @@
+"""Commands over documents: ingest, documents, remove-document, search-documents."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..errors import InvalidInput
+from ..ingest import FileResult, IngestReport, TextSource
+from ..models import Category, Scope
+from ._app import cli, emit_json, json_option, options, store
+from ._format import short, table
+from ._shared import values
+
+
+def _categories(specs: tuple[str, ...]) -> str | dict[str, str]:
+    """``--category NAME`` or repeated ``--category GLOB=NAME``."""
+    if not specs:
+        return "general"
+    if len(specs) == 1 and "=" not in specs[0]:
+        return specs[0]
+    out: dict[str, str] = {}
+    for spec in specs:
+        glob, sep, name = spec.rpartition("=")
+        if not sep or not glob:
+            raise InvalidInput(f"--category takes NAME or GLOB=NAME, got {spec!r}")
+        out[glob] = name
+    return out
+
+
+class _Progress:
+    """A progress bar on stderr (tqdm when installed, else a counter line)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.n, self.chunks, self.errors = enabled, 0, 0, 0
+        self._bar: Any = None
+
+    def __call__(self, result: FileResult) -> None:
+        if not self.enabled:
+            return
+        if self.n == 0:  # made on the first file, so a refused run prints no bar
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(unit="file", file=sys.stderr, dynamic_ncols=True,
+                                 desc="ingest")
+            except ImportError:
+                self._bar = None
+        self.n += 1
+        self.chunks += result.chunks if result.status in ("created", "updated") else 0
+        self.errors += result.status == "error"
+        if self._bar is not None:
+            self._bar.set_postfix(chunks=self.chunks, errors=self.errors, refresh=False)
+            self._bar.update(1)
+        elif self.n % 50 == 0:
+            click.echo(f"\r{self.n} files, {self.chunks} chunks, {self.errors} errors",
+                       err=True, nl=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        elif self.enabled and self.n >= 50:
+            click.echo("", err=True)
+
+
+def _print_report(report: IngestReport) -> None:
+    rows = [[f.status, str(f.chunks), f.error_kind or "", short(f.error or f.uri, 100)]
+            for f in report.files if f.status != "unchanged"]
+    rows += [["pruned", str(f.chunks), "", f.uri] for f in report.pruned]
+    if rows:
+        table(["status", "chunks", "problem", "document"], rows)
+    data = report.to_dict()
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(report.counts.items()))
+    secs = data["seconds"]
+    rate = len(report.files) / secs["total"] if secs["total"] else 0.0
+    click.echo(f"{counts or 'nothing to do'}; {data['chunks']} chunks, {data['embedded']} "
+               f"embedded; {secs['total']} s ({rate:.1f} files/s; embedding {secs['embed']} s, "
+               f"database {secs['db']} s)" + (" [dry run]" if report.dry_run else ""))
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@options(
+    (["--subject"], {"help": "Whose documents (default: 'default')."}),
+    (["--scope"], {"default": "user", "show_default": True, "help": f"One of: {values(Scope)}."}),
+    (["--project-id"], {"help": "Project id (needed with --scope project)."}),
+    (["--session-id"], {"help": "Session id (needed with --scope session)."}),
+    (["--category", "categories"], {"multiple": True, "metavar": "NAME|GLOB=NAME",
+                                    "help": f"Category of the chunks ({values(Category)}), or "
+                                            "GLOB=NAME per file (repeatable; first match wins, "
+                                            "else general)."}),
+    (["--tag", "--tags", "tags"], {"multiple": True,
+                                   "help": "A tag for every chunk (repeatable)."}),
+    (["--chunk-tokens"], {"type": int, "default": 256, "show_default": True,
+                          "help": "Most tokens (of the embedding model) in one chunk."}),
+    (["--overlap"], {"type": int, "default": 32, "show_default": True,
+                     "help": "Tokens repeated between neighbouring chunks."}),
+    (["--parent-tokens"], {"type": int, "default": 1024, "show_default": True,
+                           "help": "Most tokens in a parent section "
+                                   "(search-documents --parents)."}),
+    (["--include"], {"multiple": True, "metavar": "GLOB",
+                     "help": "In folders, only files matching (repeatable; default: .md .markdown "
+                             ".txt .rst .html .htm .pdf ...)."}),
+    (["--exclude"], {"multiple": True, "metavar": "GLOB",
+                     "help": "In folders, skip files and folders matching (repeatable)."}),
+    (["--root"], {"help": "Refuse files that resolve outside this folder."}),
+    (["--id", "text_id"], {"help": "With PATH '-': ingest stdin as a text with this document id."}),
+    (["--prune"], {"is_flag": True,
+                   "help": "Remove documents under the given folders whose files are gone."}),
+    (["--dry-run"], {"is_flag": True, "help": "Read and chunk, but embed and write nothing."}),
+    (["--force"], {"is_flag": True, "help": "Re-chunk and rewrite even unchanged documents."}),
+    (["--max-bytes"], {"type": int, "default": 32 * 1024 * 1024, "show_default": True,
+                       "help": "Refuse files larger than this."}),
+    (["--quiet", "-q"], {"is_flag": True, "help": "No progress bar."}),
+)
+@json_option
+def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
+           tags: tuple[str, ...], text_id: str | None, quiet: bool, **opts: Any) -> None:
+    """Ingest files and folders (Markdown, text, HTML, PDF) as documents whose chunks are
+    searchable memories.
+
+    Unchanged files are skipped; changed ones have their chunks replaced atomically. A
+    problem with one file is reported and the rest go on; the exit status is 1 if any
+    file failed.
+    """
+    sources: list[Any] = []
+    for path in paths:
+        if path == "-":
+            if not text_id:
+                raise InvalidInput("reading stdin ('-') needs --id DOCUMENT_ID")
+            sources.append(TextSource(text_id, sys.stdin.read()))
+        else:
+            sources.append(path)
+    progress = _Progress(enabled=not as_json and not quiet)
+    try:
+        report = store().ingest(sources, category=_categories(categories), tags=list(tags),
+                                progress=progress, **opts)
+    finally:
+        progress.close()
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        _print_report(report)
+    if report.errors:
+        sys.exit(1)
+
+
+@cli.command()
+@options(
+    (["--subject"], {"help": "Only this subject's documents."}),
+    (["--prefix"], {"help": "Only URIs starting with this (e.g. file:///srv/docs/)."}),
+    (["--limit"], {"type": int, "default": 1000, "show_default": True,
+                   "help": "At most this many."}),
+    (["--offset"], {"type": int, "default": 0, "help": "Skip this many first."}),
+)
+@json_option
+def documents(as_json: bool, **opts: Any) -> None:
+    """List the ingested documents (URI, title, format, version, chunks)."""
+    docs = store().documents(**opts)
+    if as_json:
+        emit_json([d.to_dict() for d in docs])
+        return
+    if not docs:
+        click.echo("no documents", err=True)
+        return
+    table(["chunks", "version", "format", "title", "uri"],
+          [[str(d.chunk_count), str(d.version), d.format, short(d.title or "", 40), d.uri]
+           for d in docs])
+
+
+@cli.command("remove-document")
+@click.argument("uris", nargs=-1, required=True)
+@click.option("--reason", help="Why, recorded in the history.")
+@json_option
+def remove_document(uris: tuple[str, ...], reason: str | None, as_json: bool) -> None:
+    """Remove documents by URI, with their chunk memories."""
+    removed = store().remove_document(list(uris), reason=reason)
+    if as_json:
+        emit_json({"removed": removed})
+    else:
+        click.echo(f"{removed} document(s) removed")
+
+
+@cli.command("search-documents")
+@click.argument("query")
+@click.option("-k", "--k", "k", type=int, default=5, show_default=True, help="How many hits.")
+@click.option("--parents", is_flag=True, help="Return each hit's parent section, once per parent.")
+@click.option("--subject", help="Only this subject's documents.")
+@json_option
+def search_documents(query: str, k: int, parents: bool, subject: str | None,
+                     as_json: bool) -> None:
+    """Search document chunks; every hit cites its document, heading path and offsets."""
+    conditions = {"subject": subject} if subject else {}
+    hits = store().search_documents(query, k=k, parents=parents, **conditions)
+    if as_json:
+        emit_json({"query": query, "hits": [h.to_dict() for h in hits]})
+        return
+    if not hits:
+        click.echo("no document chunks match", err=True)
+        return
+    for h in hits:
+        c = h.citation
+        where = f"{c.uri} [{c.char_start}:{c.char_end}] {' › '.join(c.heading_path)}" if c else ""
+        click.echo(f"{h.hit.rank}. {h.hit.score:.4f}  {where}")
+        text = h.parent_text if parents and h.parent_text else h.hit.memory.content
+        click.echo(f"   {short(text)}")

@@ -1,0 +1,255 @@
+"""Lifecycle commands: maintain, consolidate, summarize, sediment, review (list, approve,
+reject), forget-subject, export-subject. Each mirrors a :class:`~memdb.MemoryStore` method."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import InvalidInput
+from ._app import CliError, cli, emit_json, json_option, store
+from ._format import short, table
+from ._shared import pairs
+
+_NUMERIC_OPTIONS = ("batch_limit", "importance_threshold", "age_days", "age_max_uses",
+                    "capacity_per_session", "capacity_half_life_days",
+                    "hypothesis_half_life_days", "hypothesis_floor", "hypothesis_min_step",
+                    "lock_timeout_ms")
+
+
+def _maintenance_options(steps: tuple[str, ...], settings: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for key, value in (pairs(settings, "--set") or {}).items():
+        if key not in _NUMERIC_OPTIONS:
+            raise InvalidInput(f"unknown --set key {key!r}; known: {', '.join(_NUMERIC_OPTIONS)}")
+        options[key] = int(value) if value.is_integer() else value
+    if steps:
+        options["steps"] = list(steps)
+    return options
+
+
+def _step_text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True,
+              help="Report what would be done (the pass runs and is rolled back).")
+@click.option("--step", "steps", multiple=True,
+              type=click.Choice(["purge_expired", "forget_importance", "forget_age",
+                                 "forget_capacity", "hypotheses"]),
+              help="Run only these steps (repeatable). Default: all.")
+@click.option("--set", "settings", multiple=True, metavar="KEY=NUMBER",
+              help=f"A step setting (repeatable): {', '.join(_NUMERIC_OPTIONS)}.")
+@click.option("--all-tenants", is_flag=True,
+              help="Run as the login (admin) over every tenant, as pg_cron would.")
+@click.option("--until-done", is_flag=True,
+              help="Repeat passes while a step hit its batch limit (progress on stderr).")
+@json_option
+def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
+             all_tenants: bool, until_done: bool, as_json: bool) -> None:
+    """Run maintenance: purge expired memories, forget by importance, age and capacity, and
+    decay unconfirmed hypotheses (memdb.run_maintenance). Category system is never forgotten.
+    """
+    options = _maintenance_options(steps, settings)
+    passes = []
+    while True:
+        result = store().maintain(dry_run=dry_run, all_tenants=all_tenants, **options)
+        passes.append(result)
+        if not (until_done and result.get("more")) or dry_run or result.get("skipped"):
+            break
+        click.echo(f"pass {len(passes)}: {result['steps']} (more to do)", err=True)
+    final = passes[-1] if len(passes) == 1 else {**passes[-1], "passes": passes}
+    if as_json:
+        emit_json(final)
+        return
+    if result.get("skipped"):
+        click.echo(f"skipped: {result.get('reason')}")
+        return
+    for n, p in enumerate(passes, 1):
+        if len(passes) > 1:
+            click.echo(f"pass {n}:")
+        for step, value in p["steps"].items():
+            click.echo(f"{step:<18} {_step_text(value)}")
+    click.echo(("dry run: nothing changed" if dry_run else "done")
+               + ("; more to do (run again)" if result.get("more") else ""))
+
+
+@cli.command()
+@click.argument("session_id")
+@click.option("--threshold", type=float, default=0.6, show_default=True,
+              help="Move working memories with at least this importance.")
+@click.option("--subject", help="Only this subject's memories of the session.")
+@click.option("--dry-run", is_flag=True, help="Show what would move; change nothing.")
+@json_option
+def consolidate(session_id: str, threshold: float, subject: str | None, dry_run: bool,
+                as_json: bool) -> None:
+    """Move SESSION_ID's important working memories to episodic (importance x 1.1, max 1)."""
+    moved = store().consolidate(session_id, threshold=threshold, subject=subject,
+                                dry_run=dry_run)
+    if as_json:
+        emit_json({"dry_run": dry_run, "moved": [c.to_dict() for c in moved]})
+    else:
+        for c in moved:
+            click.echo(f"{c.id}  {c.old_importance:.2f} -> {c.new_importance:.2f}")
+        click.echo(f"{'would move' if dry_run else 'moved'} {len(moved)} memories to episodic")
+
+
+@cli.command()
+@click.argument("session_id")
+@click.option("--subject", help="Whose memories (needed when the session has several).")
+@click.option("--max-sentences", type=int, default=5, show_default=True,
+              help="At most this many sentences.")
+@click.option("--offline", is_flag=True,
+              help="Use the extractive summary even if an LLM is configured.")
+@click.option("--dry-run", is_flag=True, help="Print the summary without storing it.")
+@json_option
+def summarize(session_id: str, subject: str | None, max_sentences: int, offline: bool,
+              dry_run: bool, as_json: bool) -> None:
+    """Summarize SESSION_ID's working memories into one episodic memory.
+
+    Through the LLM of MEMDB_LLM_* when set, else (or when it fails) extractively, offline.
+    """
+    kwargs: dict[str, Any] = {"llm": None} if offline else {}
+    s = store().summarize_session(session_id, subject=subject, max_sentences=max_sentences,
+                                  dry_run=dry_run, **kwargs)
+    if as_json:
+        emit_json(s.to_dict())
+        return
+    why = f" ({s.fallback_reason})" if s.fallback_reason else ""
+    click.echo(f"path: {s.path}{why}", err=True)
+    click.echo(s.content)
+    if s.memory_id:
+        click.echo(f"{s.memory_id} {'created' if s.created else 'already stored'}", err=True)
+
+
+@cli.command()
+@click.option("--subject", help="Only this subject (default: every subject with summaries).")
+@click.option("--days", type=int, default=30, show_default=True,
+              help="Read the session summaries of the last DAYS days.")
+@click.option("--min-sessions", type=int, default=3, show_default=True,
+              help="A pattern must recur in at least this many summaries.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
+@json_option
+def sediment(subject: str | None, days: int, min_sessions: int, dry_run: bool,
+             as_json: bool) -> None:
+    """Extract preferences, decisions, lessons and patterns from session summaries into
+    memories, and propose rules for review (idempotent per day and sources)."""
+    results = store().sediment(subject=subject, days=days, min_sessions=min_sessions,
+                               dry_run=dry_run)
+    if as_json:
+        emit_json([r.to_dict() for r in results])
+        return
+    if not results:
+        click.echo("no session summaries in that window", err=True)
+    for r in results:
+        if r.skipped:
+            click.echo(f"{r.subject}: already done today for these {r.summaries} summaries")
+            continue
+        verb = "would write" if dry_run else "wrote"
+        click.echo(f"{r.subject}: {verb} {len(r.memories)} memories, proposed "
+                   f"{len(r.proposed)} for review (from {r.summaries} summaries)")
+        for m in [*r.memories, *r.proposed]:
+            click.echo(f"  {m['class']:<10} {m['destination']:<6} {short(m['content'], 100)}")
+
+
+@cli.group(invoke_without_command=True)
+@json_option
+@click.pass_context
+def review(ctx: click.Context, as_json: bool) -> None:
+    """The review queue: rules proposed by sedimentation become memories once approved.
+
+    Without a subcommand: list the pending entries (as `memdb review list`).
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(review_list, status="pending", subject=None, limit=100, as_json=as_json)
+
+
+@review.command("list")
+@click.option("--status", type=click.Choice(["pending", "approved", "rejected", "all"]),
+              default="pending", show_default=True, help="Which entries.")
+@click.option("--subject", help="Only this subject's entries.")
+@click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
+@json_option
+def review_list(status: str, subject: str | None, limit: int, as_json: bool) -> None:
+    """List review-queue entries, oldest first."""
+    items = store().review_list(None if status == "all" else status, subject=subject,
+                                limit=limit)
+    if as_json:
+        emit_json([i.to_dict() for i in items])
+    elif not items:
+        click.echo("the review queue is empty", err=True)
+    else:
+        table(["id", "status", "subject", "reason", "content"],
+              [[str(i.id), i.status, i.subject, i.reason or "-", short(i.content)] for i in items])
+
+
+@review.command("approve")
+@click.argument("review_id", metavar="ID")
+@click.option("--by", "decided_by", help="Who decided (default: the database user).")
+@json_option
+def review_approve(review_id: str, decided_by: str | None, as_json: bool) -> None:
+    """Approve entry ID: its memory is created (category system for rules)."""
+    memory_id = store().review_approve(review_id, decided_by=decided_by)
+    if as_json:
+        emit_json({"id": review_id, "status": "approved", "memory_id": str(memory_id)})
+    else:
+        click.echo(f"approved {review_id}: memory {memory_id}")
+
+
+@review.command("reject")
+@click.argument("review_id", metavar="ID")
+@click.option("--by", "decided_by", help="Who decided (default: the database user).")
+@json_option
+def review_reject(review_id: str, decided_by: str | None, as_json: bool) -> None:
+    """Reject entry ID (no memory; the same text is not proposed again)."""
+    store().review_reject(review_id, decided_by=decided_by)
+    if as_json:
+        emit_json({"id": review_id, "status": "rejected"})
+    else:
+        click.echo(f"rejected {review_id}")
+
+
+@cli.command("forget-subject")
+@click.argument("subject")
+@click.option("--export", "export_to", metavar="PATH",
+              help="First write everything about SUBJECT to this new JSON file.")
+@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+def forget_subject(subject: str, export_to: str | None, dry_run: bool, yes: bool,
+                   as_json: bool) -> None:
+    """Erase everything about SUBJECT in this tenant: memories, their history, usage, review
+    entries, sediment runs, and its BM25 terms. Asks first unless --yes."""
+    if not (yes or dry_run) and not click.confirm(
+            f"Erase every memory and trace of subject {subject!r} in tenant "
+            f"{store().tenant!r}? This cannot be undone", err=True):
+        raise CliError("not confirmed: nothing was deleted")
+    result = store().forget_subject(subject, export_to=export_to, dry_run=dry_run)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    for name, n in result.counts.items():
+        click.echo(f"{name:<16} {n}")
+    if result.exported_to:
+        click.echo(f"exported to {result.exported_to}")
+    click.echo(f"dry run: nothing deleted from subject {subject!r}" if dry_run
+               else f"erased subject {subject!r}")
+
+
+@cli.command("export-subject")
+@click.argument("subject")
+@click.argument("path")
+@json_option
+def export_subject(subject: str, path: str, as_json: bool) -> None:
+    """Write everything about SUBJECT to PATH as JSON (refuses to overwrite a file)."""
+    counts = store().export_subject(subject, path)
+    if as_json:
+        emit_json({"subject": subject, "path": path, "rows": counts})
+    else:
+        for name, n in counts.items():
+            click.echo(f"{name:<16} {n}")
+        click.echo(f"exported to {path}")

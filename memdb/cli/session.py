@@ -1,0 +1,194 @@
+"""Session and context commands: ``memdb context`` (the messages for one model call within a
+token budget) and ``memdb session add/show/state/list/delete`` (the conversation buffer and
+the working state). Each mirrors a :class:`~memdb.MemoryStore` method."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from ..errors import InvalidInput
+from ..session import ROLES, SessionWindow
+from ._app import cli, emit_json, json_option, options, store
+from ._format import short
+
+_window_options = options(
+    (["--max-tokens"], {"type": int, "default": 2000, "show_default": True,
+                        "help": "Window: at most this many tokens of recent turns (0: no limit)."}),
+    (["--max-messages"], {"type": int, "default": 50, "show_default": True,
+                          "help": "Window: at most this many recent turns (0: no limit)."}),
+)
+_subject_option = click.option("--subject", help="Whose session (default: the store's "
+                               "--as-subject, else 'default').")
+
+
+def _window(max_tokens: int, max_messages: int) -> SessionWindow:
+    if max_tokens < 0 or max_messages < 0:
+        raise InvalidInput("--max-tokens and --max-messages must be >= 0 (0: no limit)")
+    return SessionWindow(max_tokens or None, max_messages or None)
+
+
+def _json_object(text: str, option: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{option} is not valid JSON ({exc.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f'{option} must be a JSON object, such as \'{{"goal": "..."}}\'')
+    return value
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--session", help="The session whose summary and recent turns to include.")
+@click.option("--budget", type=int, default=2000, show_default=True,
+              help="Token budget of all messages together (never exceeded).")
+@_subject_option
+@click.option("-k", "--k", "k", type=int, default=10, show_default=True,
+              help="How many long-term memories to search for.")
+@click.option("--instructions", help="The answering instruction (default: answer only from "
+              "the memories, cite their ids, say so when they are missing; zh or en by the "
+              "query).")
+@click.option("--no-instructions", is_flag=True, help="Leave the instruction out.")
+@click.option("--include-query", is_flag=True, help="End with QUERY as a user message.")
+@click.option("--max-memory-tokens", type=int, help="Cap the long-term memories' share.")
+@json_option
+def context(query: str, session: str | None, budget: int, subject: str | None, k: int,
+            instructions: str | None, no_instructions: bool, include_query: bool,
+            max_memory_tokens: int | None, as_json: bool) -> None:
+    """Print the OpenAI-style messages for answering QUERY within --budget tokens: the
+    subject's system rules, relevant memories (each with its [mem:id]), the session summary,
+    then the most recent turns (store.build_context)."""
+    if no_instructions and instructions:
+        raise InvalidInput("give --instructions or --no-instructions, not both")
+    ctx = store().build_context(
+        query, session, budget, subject=subject, k=k, include_query=include_query,
+        instructions=None if no_instructions else (instructions or "auto"),
+        max_memory_tokens=max_memory_tokens)
+    if as_json:
+        emit_json(ctx.to_dict())
+        return
+    for m in ctx.messages:
+        click.echo(f"--- {m['role']}")
+        click.echo(m["content"])
+    dropped = ", ".join(f"{k} {n}" for k, n in ctx.dropped.items() if n)
+    click.echo(f"--- {ctx.tokens}/{ctx.budget} tokens"
+               + (f"; left out: {dropped}" if dropped else ""), err=True)
+
+
+@cli.group()
+def session() -> None:
+    """Short-term memory: a session's conversation buffer, running summary and working state."""
+
+
+@session.command("add")
+@click.argument("session_id")
+@click.argument("role", type=click.Choice(ROLES))
+@click.argument("content")
+@_subject_option
+@_window_options
+@click.option("--no-llm", is_flag=True,
+              help="Summarize scrolled-out turns extractively even if an LLM is configured.")
+@json_option
+def session_add(session_id: str, role: str, content: str, subject: str | None,
+                max_tokens: int, max_messages: int, no_llm: bool, as_json: bool) -> None:
+    """Append a turn (CONTENT, or - for stdin) to SESSION_ID; turns that scroll out of the
+    window are folded into the running summary."""
+    if content == "-":
+        content = sys.stdin.read()
+    kwargs: dict[str, Any] = {"llm": None} if no_llm else {}
+    result = store().add_message(session_id, role, content, subject=subject,
+                                 window=_window(max_tokens, max_messages), **kwargs)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    click.echo(f"message {result.id} ({result.tokens} tokens)"
+               + (f"; folded {result.folded} into the summary ({result.summary_path})"
+                  if result.folded else ""))
+
+
+@session.command("show")
+@click.argument("session_id")
+@_subject_option
+@_window_options
+@json_option
+def session_show(session_id: str, subject: str | None, max_tokens: int, max_messages: int,
+                 as_json: bool) -> None:
+    """Show SESSION_ID: its summary, the turns in the window and its working state."""
+    view = store().get_session(session_id, subject=subject,
+                               window=_window(max_tokens, max_messages))
+    if as_json:
+        emit_json(view.to_dict())
+        return
+    click.echo(f"session {view.session_id} (subject {view.subject}, {view.buffered} buffered)")
+    if view.summary:
+        click.echo(f"summary ({view.summary_path}, {view.summary_tokens} tokens): {view.summary}")
+    for m in view.messages:
+        click.echo(f"{m.id:>6} {m.role:<9} {short(m.content, 100)}")
+    click.echo(f"state v{view.state.version}: "
+               + json.dumps(view.state.to_json(), ensure_ascii=False))
+
+
+@session.command("state")
+@click.argument("session_id")
+@_subject_option
+@click.option("--set", "replace_with", metavar="JSON",
+              help="Replace the state with this JSON object (keys: goal, constraints, "
+                   "steps_done, plan, budget, notes); needs --expected-version.")
+@click.option("--update", "changes", metavar="JSON",
+              help="Change only these fields (a JSON object).")
+@click.option("--expected-version", type=int,
+              help="The version you read; a stale one fails with a conflict (exit 1).")
+@json_option
+def session_state(session_id: str, subject: str | None, replace_with: str | None,
+                  changes: str | None, expected_version: int | None, as_json: bool) -> None:
+    """Read or write SESSION_ID's working state (optimistic concurrency by version)."""
+    s = store()
+    if replace_with and changes:
+        raise InvalidInput("give --set or --update, not both")
+    if replace_with:
+        if expected_version is None:
+            raise InvalidInput("--set needs --expected-version (0 for a new state)")
+        state = s.set_state(session_id, _json_object(replace_with, "--set"),
+                            expected_version=expected_version, subject=subject)
+    elif changes:
+        state = s.update_state(session_id, expected_version=expected_version, subject=subject,
+                               **_json_object(changes, "--update"))
+    else:
+        state = s.get_state(session_id, subject=subject)
+    data = {**state.to_json(), "version": state.version}
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@session.command("list")
+@_subject_option
+@click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
+@json_option
+def session_list(subject: str | None, limit: int, as_json: bool) -> None:
+    """List sessions, most recently updated first."""
+    rows = store().list_sessions(subject=subject, limit=limit)
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['session_id']:<24} {r['subject']:<16} {r['buffered']:>5} turns  "
+                   f"state v{r['state_version']}  {r['updated_at']:%Y-%m-%d %H:%M}")
+
+
+@session.command("delete")
+@click.argument("session_id")
+@_subject_option
+@json_option
+def session_delete(session_id: str, subject: str | None, as_json: bool) -> None:
+    """Delete SESSION_ID: its turns, summary and working state."""
+    store().delete_session(session_id, subject=subject)
+    if as_json:
+        emit_json({"deleted": session_id})
+    else:
+        click.echo(f"deleted session {session_id}")

@@ -1,0 +1,391 @@
+"""The ingest run: discover → read and hash → skip unchanged → extract → chunk → embed the
+chunks whose text is new (batched across documents, retried with backoff) → write each
+document with one call of ``memdb.ingest_document`` → prune.
+
+Documents are written in batches: one transaction per embedding batch, one savepoint per
+document, so a failing document is reported and rolled back alone while a search sees each
+document's old chunks or its new ones, never a mix.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .. import _sql
+from ..errors import EmbeddingError, Forbidden, InvalidInput, MissingDependency, translate
+from ._chunker import Chunk, ChunkOptions, chunk_text
+from ._readers import FileProblem, extract, format_for
+from ._report import FileResult, IngestReport
+from ._sources import Source, discover
+from ._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["IngestSettings", "run_ingest"]
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+_RETRY_STATES = ("40001", "40P01")
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    """Where chunks go (scope fields, category, tags, importance) and how they are cut."""
+
+    subject: str
+    scope: str
+    project_id: str | None
+    session_id: str | None
+    category: str | Mapping[str, str]
+    tags: list[str]
+    importance: float
+    options: ChunkOptions
+    max_bytes: int = MAX_FILE_BYTES
+    embed_batch: int = 256
+    embed_attempts: int = 3
+    backoff: float = 0.5
+
+    def category_for(self, source: Source) -> str:
+        if isinstance(self.category, str):
+            return self.category
+        name = source.relative or source.uri
+        for pattern, category in self.category.items():
+            if fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(source.uri, pattern):
+                return category
+        return "general"
+
+
+@dataclass
+class _Prepared:
+    source: Source
+    document: dict[str, Any]
+    chunks: list[Chunk]
+    items: list[dict[str, Any]]
+    updating: bool
+    encoding: str | None
+    vectors: list[np.ndarray | None] = field(default_factory=list)
+    to_embed: list[int] = field(default_factory=list)  # chunk indexes needing a vector
+
+
+def _context(title: str | None, path: Sequence[str]) -> str | None:
+    parts = list(path)
+    if title and (not parts or parts[0] != title):
+        parts.insert(0, title)
+    return " › ".join(parts) or None
+
+
+class _Run:
+    def __init__(self, store: MemoryStore, settings: IngestSettings, *, dry_run: bool,
+                 force: bool, counter: TokenCounter | None,
+                 progress: Callable[[FileResult], None] | None) -> None:
+        self.store, self.s = store, settings
+        self.dry_run, self.force = dry_run, force
+        self.counter, self.progress = counter, progress
+        self.report = IngestReport(dry_run=dry_run)
+        self.state: dict[str, dict[str, Any]] = {}
+        self._space_id: int | None = None
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _done(self, result: FileResult) -> None:
+        self.report.files.append(result)
+        if self.progress is not None:
+            self.progress(result)
+
+    def _error(self, source: Source, kind: str, message: str, **extra: Any) -> None:
+        self._done(FileResult(source.uri, "error", error_kind=kind, error=message, **extra))
+
+    def space_id(self) -> int:
+        if self._space_id is None:
+            self._space_id = self.store.space_id()
+        return self._space_id
+
+    def load_state(self, uris: list[str]) -> None:
+        started = time.perf_counter()
+        with self.store._transaction() as conn:
+            for i in range(0, len(uris), 1000):
+                rows = conn.execute(_sql.query("document_state"), {
+                    "tenant": self.store.tenant, "uris": uris[i:i + 1000]}).fetchall()
+                self.state.update({r["uri"]: r for r in rows})
+        self.report.db_seconds += time.perf_counter() - started
+
+    # -- one source ------------------------------------------------------------------------
+    def _read(self, source: Source) -> tuple[bytes | str, int]:
+        if source.text is not None:
+            return source.text.text, len(source.text.text.encode("utf-8"))
+        assert source.path is not None
+        try:
+            size = os.stat(source.path).st_size
+        except OSError as exc:
+            raise FileProblem("unreadable", f"cannot stat {source.path}: {exc.strerror}") from None
+        if size > self.s.max_bytes:
+            raise FileProblem("too_large", f"{size} bytes is over the limit of "
+                                           f"{self.s.max_bytes} bytes (max_bytes)")
+        try:
+            with open(source.path, "rb") as fh:
+                data = fh.read(self.s.max_bytes + 1)
+        except IsADirectoryError:
+            raise FileProblem("unreadable", f"{source.path} is a folder") from None
+        except OSError as exc:
+            kind = "symlink_loop" if exc.errno == 40 else "unreadable"
+            raise FileProblem(kind, f"cannot read {source.path}: {exc.strerror}") from None
+        if len(data) > self.s.max_bytes:
+            raise FileProblem("too_large", f"over the limit of {self.s.max_bytes} bytes")
+        return data, len(data)
+
+    def prepare(self, source: Source) -> _Prepared | None:
+        """Read, hash and chunk one source; None when it is finished (unchanged or error)."""
+        if source.problem is not None:
+            self._error(source, source.problem.kind, str(source.problem))
+            return None
+        started = time.perf_counter()
+        try:
+            raw, size = self._read(source)
+        except FileProblem as exc:
+            self._error(source, exc.kind, str(exc))
+            return None
+        finally:
+            self.report.read_seconds += time.perf_counter() - started
+        digest = hashlib.sha256(raw.encode("utf-8") if isinstance(raw, str) else raw).hexdigest()
+        category = self.s.category_for(source)
+        settings = {**self.s.options.to_json(), "category": category, "tags": self.s.tags,
+                    "importance": self.s.importance}
+        metadata = dict(source.text.metadata or {}) if source.text else {}
+        old = self.state.get(source.uri)
+        scope = {"subject": self.s.subject, "scope": self.s.scope,
+                 "project_id": self.s.project_id, "session_id": self.s.session_id}
+        if (old is not None and not self.force and old["content_hash"] == digest
+                and old["chunking"] == settings
+                and all(old[k] == v for k, v in scope.items())
+                and (source.text is None or (old["metadata"] == metadata
+                                             and old["title"] == source.text.title))):
+            self._done(FileResult(source.uri, "unchanged", title=old["title"],
+                                  chunks=old["chunk_count"], version=old["version"], size=size))
+            return None
+        started = time.perf_counter()
+        try:
+            if source.text is not None:
+                fmt = source.text.format
+                text = raw.replace("\r\n", "\n").replace("\r", "\n")  # type: ignore[union-attr]
+                if not text.strip():
+                    raise FileProblem("empty", "no text")
+                title = source.text.title
+                encoding, doc_meta = None, metadata
+            else:
+                fmt = format_for(source.path.name) or "text"  # type: ignore[union-attr]
+                extracted = extract(raw, fmt, source.path.name)  # type: ignore[arg-type,union-attr]
+                text, title, encoding = extracted.text, extracted.title, extracted.encoding
+                doc_meta = {**extracted.metadata, **({"encoding": encoding} if encoding else {})}
+            chunks = chunk_text(text, markdown=fmt in ("markdown", "html"),
+                                options=self.s.options, counter=self.counter)
+        except FileProblem as exc:
+            self._error(source, exc.kind, str(exc), size=size)
+            return None
+        except MissingDependency as exc:
+            self._error(source, "missing_dependency", str(exc), size=size)
+            return None
+        finally:
+            self.report.chunk_seconds += time.perf_counter() - started
+        if not chunks:
+            self._error(source, "empty", "no text to chunk", size=size)
+            return None
+        document = {**scope, "uri": source.uri, "title": title, "format": fmt,
+                    "content_hash": digest, "size": size, "content": text,
+                    "chunking": settings, "metadata": doc_meta, "category": category,
+                    "tags": self.s.tags, "importance": self.s.importance}
+        items = [{"content": c.text, "search_context": _context(title, c.heading_path),
+                  "heading_path": list(c.heading_path), "char_start": c.start,
+                  "char_end": c.end, "parent_start": c.parent_start,
+                  "parent_end": c.parent_end, "tokens": c.tokens} for c in chunks]
+        return _Prepared(source, document, chunks, items, old is not None, encoding)
+
+    def plan_embeddings(self, prepared: _Prepared) -> None:
+        """Which chunks need a vector: not those whose text the scope already holds."""
+        known: set[int] = set()
+        started = time.perf_counter()
+        with self.store._transaction() as conn:
+            rows = conn.execute(_sql.query("known_chunks"), {
+                "tenant": self.store.tenant,
+                "document": Jsonb({k: prepared.document[k] for k in
+                                   ("uri", "subject", "scope", "project_id", "session_id")}),
+                "texts": [i["content"] for i in prepared.items],
+                "contexts": [i["search_context"] for i in prepared.items],
+                "space_id": self.space_id()}).fetchall()
+            known = {r["ord"] - 1 for r in rows}
+        self.report.db_seconds += time.perf_counter() - started
+        seen: set[tuple[str, str | None]] = set()
+        for n, item in enumerate(prepared.items):
+            key = (item["content"], item["search_context"])
+            if n not in known and key not in seen:
+                prepared.to_embed.append(n)
+            seen.add(key)
+        prepared.vectors = [None] * len(prepared.items)
+
+    # -- embedding and writing -------------------------------------------------------------
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        delay = self.s.backoff
+        for attempt in range(self.s.embed_attempts):
+            try:
+                return self.store.embedder.embed_passages(texts)
+            except Exception as exc:  # noqa: BLE001 - any provider failure is retried
+                if attempt + 1 == self.s.embed_attempts:
+                    if isinstance(exc, EmbeddingError):
+                        raise
+                    raise EmbeddingError(f"{type(exc).__name__}: {exc}") from exc
+                time.sleep(delay * (1 + random.random() * 0.1))
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _embedding_text(item: dict[str, Any]) -> str:
+        context = item["search_context"]
+        return f"{context}\n{item['content']}" if context else item["content"]
+
+    def _fill(self, prepared: _Prepared, vectors: np.ndarray) -> None:
+        by_text: dict[tuple[str, str | None], np.ndarray] = {}
+        for n, vec in zip(prepared.to_embed, vectors, strict=True):
+            prepared.vectors[n] = vec
+            item = prepared.items[n]
+            by_text[(item["content"], item["search_context"])] = vec
+        for n, item in enumerate(prepared.items):  # exact repeats share the first one's vector
+            if prepared.vectors[n] is None:
+                prepared.vectors[n] = by_text.get((item["content"], item["search_context"]))
+
+    def embed(self, batch: list[_Prepared]) -> list[_Prepared]:
+        """Vectors for every batch member; members whose embedding fails are reported."""
+        texts = [self._embedding_text(p.items[n]) for p in batch for n in p.to_embed]
+        started = time.perf_counter()
+        try:
+            matrix = self._embed(texts) if texts else np.empty((0, 0), dtype=np.float32)
+            pos = 0
+            for p in batch:
+                self._fill(p, matrix[pos:pos + len(p.to_embed)])
+                pos += len(p.to_embed)
+            return batch
+        except EmbeddingError:
+            ok = []
+            for p in batch:  # find the documents that fail on their own; keep the rest
+                try:
+                    self._fill(p, self.store.embedder.embed_passages(
+                        [self._embedding_text(p.items[n]) for n in p.to_embed]))
+                    ok.append(p)
+                except Exception as exc:  # noqa: BLE001
+                    self._error(p.source, "embedding", f"embedding failed: {exc}",
+                                size=p.document["size"])
+            return ok
+        finally:
+            self.report.embed_seconds += time.perf_counter() - started
+
+    def write(self, batch: list[_Prepared]) -> None:
+        if not batch:
+            return
+        started = time.perf_counter()
+        space_id = self.space_id()
+        results: list[FileResult] = []
+        with self.store._transaction() as conn:
+            self.store._begin(conn, "ingest")
+            for p in batch:
+                results.append(self._write_one(conn, p, space_id))
+        self.report.db_seconds += time.perf_counter() - started
+        for result in results:
+            self._done(result)
+
+    def _write_one(self, conn: psycopg.Connection, p: _Prepared, space_id: int) -> FileResult:
+        for attempt in range(4):
+            try:
+                with conn.transaction():  # a savepoint: this document alone rolls back
+                    row = conn.execute(_sql.query("ingest_document"), {
+                        "tenant": self.store.tenant, "document": Jsonb(p.document),
+                        "chunks": Jsonb(p.items), "embeddings": p.vectors,
+                        "space_id": space_id}).fetchone()
+                return FileResult(
+                    p.source.uri, "updated" if p.updating else "created",
+                    format=p.document["format"], title=p.document["title"], chunks=row["chunks"],
+                    created=row["created"], reused=row["reused"], removed=row["removed"],
+                    embedded=len(p.to_embed), version=row["version"], size=p.document["size"],
+                    encoding=p.encoding, document_id=str(row["document_id"]))
+            except psycopg.Error as exc:
+                state = getattr(exc, "sqlstate", None)
+                if state in _RETRY_STATES and attempt < 3:
+                    missing = [n for n, v in enumerate(p.vectors) if v is None]
+                    if missing:  # what we believed stored changed meanwhile: embed it all
+                        p.to_embed = missing
+                        try:
+                            self._fill(p, self._embed([self._embedding_text(p.items[n])
+                                                       for n in missing]))
+                        except EmbeddingError as emb:
+                            return FileResult(p.source.uri, "error", error_kind="embedding",
+                                              error=str(emb), size=p.document["size"])
+                    time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+                    continue
+                error = translate(exc)
+                kind = "forbidden" if isinstance(error, Forbidden) else "database"
+                return FileResult(p.source.uri, "error", error_kind=kind, error=str(error),
+                                  size=p.document["size"])
+        raise AssertionError("unreachable")
+
+    # -- the whole run ---------------------------------------------------------------------
+    def run(self, items: Iterable[Any], *, include: Sequence[str], exclude: Sequence[str],
+            root: Any, prune: bool) -> IngestReport:
+        started = time.perf_counter()
+        sources, prefixes = discover(items, include=include, exclude=exclude, root=root)
+        if prune and not prefixes:
+            raise InvalidInput("prune needs at least one folder to compare against")
+        self.load_state([s.uri for s in sources])
+        batch: list[_Prepared] = []
+        pending = 0
+        for source in sources:
+            prepared = self.prepare(source)
+            if prepared is None:
+                continue
+            if self.dry_run:
+                self._done(FileResult(
+                    source.uri, "updated" if prepared.updating else "created",
+                    format=prepared.document["format"], title=prepared.document["title"],
+                    chunks=len(prepared.chunks), size=prepared.document["size"],
+                    encoding=prepared.encoding))
+                continue
+            self.plan_embeddings(prepared)
+            batch.append(prepared)
+            pending += len(prepared.to_embed)
+            if pending >= self.s.embed_batch:
+                self.write(self.embed(batch))
+                batch, pending = [], 0
+        if batch:
+            self.write(self.embed(batch))
+        if prune:
+            self.prune(prefixes, [s.uri for s in sources])
+        self.report.total_seconds = time.perf_counter() - started
+        return self.report
+
+    def prune(self, prefixes: list[str], keep: list[str]) -> None:
+        started = time.perf_counter()
+        with self.store._transaction() as conn:
+            self.store._begin(conn, "ingest --prune")
+            rows = conn.execute(_sql.query("prune_documents"), {
+                "tenant": self.store.tenant, "prefixes": prefixes, "keep": keep,
+                "dry_run": self.dry_run}).fetchall()
+        self.report.db_seconds += time.perf_counter() - started
+        self.report.pruned = [FileResult(r["uri"], "removed", chunks=r["chunks"],
+                                         document_id=str(r["document_id"])) for r in rows]
+
+
+def run_ingest(store: MemoryStore, items: Iterable[Any], settings: IngestSettings, *,
+               include: Sequence[str] = (), exclude: Sequence[str] = (), root: Any = None,
+               prune: bool = False, dry_run: bool = False, force: bool = False,
+               counter: TokenCounter | None = None,
+               progress: Callable[[FileResult], None] | None = None) -> IngestReport:
+    """Run one ingest (see :meth:`memdb.ingest.Ingest.ingest`)."""
+    run = _Run(store, settings, dry_run=dry_run, force=force, counter=counter,
+               progress=progress)
+    return run.run(items, include=include, exclude=exclude, root=root, prune=prune)

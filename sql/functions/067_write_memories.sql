@@ -1,0 +1,246 @@
+-- memdb.write_memories(p_items jsonb, p_embeddings vector[] DEFAULT NULL,
+--                      p_space_id integer DEFAULT NULL, p_options jsonb DEFAULT '{}')
+--   -> TABLE(ord integer, id uuid, outcome text, related_id uuid, similarity double precision,
+--            detail text)
+-- The write path's one SQL call: each item of p_items (a JSON array of memories, keys as in
+-- memdb.add_memories, plus status 'active'|'hypothesis' and correction_of, the text a
+-- correction denies) becomes exactly one of these outcomes, in input order (ord, 1-based):
+--   duplicate   the same normalized content is current in the same scope (tenant, subject,
+--               scope, project_id, session_id): that row is bumped (memdb.bump_memory);
+--   superseded  the item has a norm_key and current rows of the same (tenant, subject,
+--               category, normalized norm_key) exist, or it is a correction (correction_of)
+--               of a current memory of the same subject and category - the one containing the
+--               denied text, else the most similar at cosine >= correction_threshold: the item
+--               is inserted and the old rows get valid_to = now() and superseded_by (history
+--               op 'supersede', reason naming the new version); related_id is the old row.
+--               A hypothesis never supersedes;
+--   merged      with near_dup_threshold set: a current memory of the same scope and category,
+--               in the same embedding space, has cosine >= the threshold and memdb.same_words:
+--               it is bumped, not rewritten, and a history row (op 'update', reason
+--               'merged near-duplicate (cosine ...): <text>') records what was merged;
+--               related_id is that row, similarity the cosine;
+--   created / hypothesis   a new row (status 'active' / 'hypothesis').
+-- Options: near_dup_threshold (cosine; absent or null: no near-duplicate merging),
+-- correction_threshold (default 0.93), source_order (see memdb.source_strength).
+-- Items are processed in input order, each seeing the ones before it (a repeat of an item
+-- of the same call is a duplicate but does not bump it). Race-free: before any
+-- row is touched, a transaction-level advisory lock is taken on each (tenant, subject,
+-- category) of the batch, in sorted order, so concurrent writers of the same subject and
+-- category queue and the second sees the first's row; the unique dedup index is the last
+-- line of defence (an insert that still collides becomes a duplicate bump).
+-- Example: SELECT * FROM memdb.write_memories('[{"content": "我喜欢喝绿茶", "subject": "alice",
+--          "category": "preferences", "norm_key": "drink", "source_id": "turn-1"}]');
+CREATE OR REPLACE FUNCTION memdb.write_memories(p_items jsonb, p_embeddings vector[] DEFAULT NULL,
+                                                p_space_id integer DEFAULT NULL,
+                                                p_options jsonb DEFAULT '{}')
+RETURNS TABLE (ord integer, id uuid, outcome text, related_id uuid,
+               similarity double precision, detail text)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    o jsonb := coalesce(p_options, '{}'::jsonb);
+    near_t double precision := (o ->> 'near_dup_threshold')::double precision;
+    corr_t double precision := coalesce((o ->> 'correction_threshold')::double precision, 0.93);
+    src_order jsonb := o -> 'source_order';
+    caller_reason text := coalesce(current_setting('memdb.reason', true), '');
+    v_actor text := coalesce(nullif(current_setting('memdb.actor', true), ''), session_user);
+    lock_key bigint;
+    r record;
+    cand memdb.memories;
+    before_row memdb.memories;
+    after_row memdb.memories;
+    target uuid;
+    how text;
+    sim double precision;
+    old_ids uuid[];
+    why text;
+    made uuid[] := '{}';
+BEGIN
+    IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array' THEN
+        RAISE EXCEPTION 'items must be a JSON array' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR lock_key IN
+        SELECT DISTINCT hashtextextended(concat_ws(chr(31), coalesce(x.item ->> 'tenant', 'default'),
+                                                   coalesce(x.item ->> 'subject', 'default'),
+                                                   coalesce(x.item ->> 'category', 'general')), 0) AS k
+        FROM jsonb_array_elements(p_items) AS x(item)
+        ORDER BY 1
+    LOOP
+        PERFORM pg_advisory_xact_lock(lock_key);
+    END LOOP;
+
+    FOR r IN
+        SELECT i.ord::integer AS ord, i.item, e.embedding,
+               memdb.normalize_text(nullif(i.item ->> 'norm_key', '')) AS nkey,
+               nullif(btrim(i.item ->> 'correction_of'), '') AS correction_of
+        FROM jsonb_array_elements(p_items) WITH ORDINALITY AS i(item, ord)
+        LEFT JOIN unnest(p_embeddings) WITH ORDINALITY AS e(embedding, ord) ON e.ord = i.ord
+        ORDER BY i.ord
+    LOOP
+        cand := NULL;
+        cand.id := gen_random_uuid();
+        cand.tenant := coalesce(r.item ->> 'tenant', 'default');
+        cand.subject := coalesce(r.item ->> 'subject', 'default');
+        cand.agent := r.item ->> 'agent';
+        cand.scope := coalesce(r.item ->> 'scope', 'user');
+        cand.project_id := r.item ->> 'project_id';
+        cand.session_id := r.item ->> 'session_id';
+        cand.kind := coalesce(r.item ->> 'kind', 'semantic');
+        cand.category := coalesce(r.item ->> 'category', 'general');
+        cand.tag_version := (r.item ->> 'tag_version')::integer;
+        cand.content := r.item ->> 'content';
+        cand.uri := coalesce(r.item ->> 'uri', memdb.uri_for(cand.subject, cand.category, cand.id));
+        cand.search_context := r.item ->> 'search_context';
+        cand.content_hash := memdb.content_hash(cand.content);
+        cand.norm_key := r.item ->> 'norm_key';
+        cand.embedding := r.embedding;
+        cand.space_id := CASE WHEN r.embedding IS NULL THEN NULL ELSE p_space_id END;
+        cand.importance := coalesce((r.item ->> 'importance')::real, 0.5);
+        cand.confidence := coalesce((r.item ->> 'confidence')::real, 1.0);
+        cand.source_type := coalesce(r.item ->> 'source_type', 'user_statement');
+        cand.source_id := r.item ->> 'source_id';
+        cand.created_by := r.item ->> 'created_by';
+        cand.metadata := coalesce(r.item -> 'metadata', '{}'::jsonb);
+        cand.tags := coalesce(memdb.jtext_array(r.item -> 'tags'), '{}'::text[]);
+        cand.created_at := coalesce((r.item ->> 'created_at')::timestamptz, now());
+        cand.expires_at := coalesce((r.item ->> 'expires_at')::timestamptz,
+                                    now() + (r.item ->> 'ttl_seconds')::double precision * interval '1 second');
+        cand.status := coalesce(r.item ->> 'status', 'active');
+        target := NULL; how := NULL; sim := NULL; old_ids := NULL; why := NULL;
+
+        -- 1. an exact duplicate in the same scope
+        SELECT m.id INTO target
+        FROM memdb.memories m
+        WHERE m.tenant = cand.tenant AND m.subject = cand.subject AND m.scope = cand.scope
+          AND m.project_id IS NOT DISTINCT FROM cand.project_id
+          AND m.session_id IS NOT DISTINCT FROM cand.session_id
+          AND m.content_hash = cand.content_hash AND m.valid_to IS NULL
+        FOR UPDATE;
+        IF target IS NOT NULL THEN
+            how := 'duplicate';
+        ELSIF cand.status = 'active' AND r.nkey IS NOT NULL THEN
+            -- 2. a new version of a slot: same subject, category and normalized key
+            SELECT array_agg(x.id ORDER BY x.id) INTO old_ids
+            FROM (SELECT m.id FROM memdb.memories m
+                  WHERE m.tenant = cand.tenant AND m.subject = cand.subject
+                    AND m.category = cand.category AND m.valid_to IS NULL
+                    AND m.norm_key IS NOT NULL AND memdb.normalize_text(m.norm_key) = r.nkey
+                  ORDER BY m.id FOR UPDATE) x;
+            why := format('superseded by a new version of %s', r.nkey);
+        END IF;
+        IF target IS NULL AND old_ids IS NULL AND cand.status = 'active' AND r.correction_of IS NOT NULL THEN
+            -- 3. a correction: the memory holding the denied text, else the most similar
+            SELECT c.id, c.sim INTO target, sim
+            FROM (SELECT m.id,
+                         strpos(memdb.normalize_text(m.content), memdb.normalize_text(r.correction_of)) > 0 AS holds,
+                         CASE WHEN r.embedding IS NOT NULL AND m.space_id = p_space_id AND m.embedding IS NOT NULL
+                              THEN 1 - (m.embedding <=> r.embedding) END AS sim
+                  FROM memdb.memories m
+                  WHERE m.tenant = cand.tenant AND m.subject = cand.subject
+                    AND m.category = cand.category AND m.valid_to IS NULL
+                    AND (m.expires_at IS NULL OR m.expires_at > now())) c
+            WHERE c.holds OR c.sim >= corr_t
+            ORDER BY c.holds DESC, c.sim DESC NULLS LAST, c.id
+            LIMIT 1;
+            IF target IS NOT NULL THEN
+                PERFORM 1 FROM memdb.memories m WHERE m.id = target FOR UPDATE;
+                old_ids := ARRAY[target];
+                why := format('corrected (not %s)', r.correction_of);
+                target := NULL;
+            END IF;
+        END IF;
+        IF target IS NULL AND old_ids IS NULL AND near_t IS NOT NULL AND r.embedding IS NOT NULL THEN
+            -- 4. a near duplicate in the same scope and category
+            SELECT c.id, c.sim INTO target, sim
+            FROM (SELECT m.id, m.content, 1 - (m.embedding <=> r.embedding) AS sim
+                  FROM memdb.memories m
+                  WHERE m.tenant = cand.tenant AND m.subject = cand.subject
+                    AND m.scope = cand.scope AND m.project_id IS NOT DISTINCT FROM cand.project_id
+                    AND m.session_id IS NOT DISTINCT FROM cand.session_id
+                    AND m.category = cand.category AND m.valid_to IS NULL
+                    AND (m.expires_at IS NULL OR m.expires_at > now())
+                    AND m.space_id = p_space_id AND m.embedding IS NOT NULL
+                  ORDER BY (m.embedding <=> r.embedding) + 0, m.id  -- "+ 0": exact, not HNSW
+                  LIMIT 5) c
+            WHERE c.sim >= near_t AND memdb.same_words(c.content, cand.content)
+            ORDER BY c.sim DESC, c.id
+            LIMIT 1;
+            IF target IS NOT NULL THEN
+                how := 'merged';
+            END IF;
+        END IF;
+
+        IF target IS NULL THEN
+            INSERT INTO memdb.memories AS m (
+                id, tenant, subject, agent, scope, project_id, session_id, kind, category, uri,
+                content, search_context, content_hash, norm_key, space_id, embedding, tsv,
+                importance, confidence, source_type, source_id, created_by, metadata, tags,
+                created_at, valid_from, expires_at, status, tag_version)
+            VALUES (cand.id, cand.tenant, cand.subject, cand.agent, cand.scope, cand.project_id,
+                    cand.session_id, cand.kind, cand.category, cand.uri, cand.content,
+                    cand.search_context, cand.content_hash, cand.norm_key, cand.space_id,
+                    cand.embedding, ''::tsvector, cand.importance, cand.confidence,
+                    cand.source_type, cand.source_id, cand.created_by, cand.metadata, cand.tags,
+                    cand.created_at, cand.created_at, cand.expires_at, cand.status,
+                    cand.tag_version)
+            ON CONFLICT (tenant, subject, scope, project_id, session_id, content_hash)
+                WHERE valid_to IS NULL DO NOTHING;
+            IF FOUND THEN
+                IF old_ids IS NOT NULL THEN
+                    PERFORM set_config('memdb.reason', concat_ws('; ', nullif(caller_reason, ''),
+                                                                 why || ': ' || cand.id::text), true);
+                    UPDATE memdb.memories m
+                    SET valid_to = greatest(now(), m.valid_from), superseded_by = cand.id
+                    WHERE m.id = ANY (old_ids);
+                    PERFORM set_config('memdb.reason', caller_reason, true);
+                    ord := r.ord; id := cand.id; outcome := 'superseded'; related_id := old_ids[1];
+                    similarity := sim; detail := why;
+                ELSE
+                    ord := r.ord; id := cand.id;
+                    outcome := CASE WHEN cand.status = 'hypothesis' THEN 'hypothesis' ELSE 'created' END;
+                    related_id := NULL; similarity := NULL; detail := NULL;
+                END IF;
+                made := made || cand.id;
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
+            -- a concurrent writer (outside this subject and category's lock) got there first
+            SELECT m.id INTO target
+            FROM memdb.memories m
+            WHERE m.tenant = cand.tenant AND m.subject = cand.subject AND m.scope = cand.scope
+              AND m.project_id IS NOT DISTINCT FROM cand.project_id
+              AND m.session_id IS NOT DISTINCT FROM cand.session_id
+              AND m.content_hash = cand.content_hash AND m.valid_to IS NULL
+            FOR UPDATE;
+            how := 'duplicate'; sim := NULL;
+        END IF;
+
+        -- bump the duplicate or near duplicate (a repeat of a row this call made is not bumped)
+        IF how = 'duplicate' AND target = ANY (made) THEN
+            ord := r.ord; id := target; outcome := how; related_id := NULL; similarity := NULL;
+            detail := NULL;
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF how = 'merged' THEN
+            SELECT * INTO before_row FROM memdb.memories m WHERE m.id = target FOR UPDATE;
+            why := format('merged near-duplicate (cosine %s): %s', round(sim::numeric, 4), cand.content);
+            PERFORM set_config('memdb.reason', concat_ws('; ', nullif(caller_reason, ''), why), true);
+        END IF;
+        after_row := memdb.bump_memory(target, cand, src_order);
+        IF how = 'merged' THEN
+            PERFORM set_config('memdb.reason', caller_reason, true);
+            IF after_row.version = before_row.version THEN
+                -- only counters changed: the history trigger writes nothing, so record the merge
+                INSERT INTO memdb.memory_history (memory_id, tenant, subject, op, before, after, actor, reason)
+                VALUES (target, after_row.tenant, after_row.subject, 'update',
+                        memdb.history_row(before_row), memdb.history_row(after_row), v_actor,
+                        concat_ws('; ', nullif(caller_reason, ''), why));
+            END IF;
+        END IF;
+        ord := r.ord; id := target; outcome := how; related_id := CASE WHEN how = 'merged' THEN target END;
+        similarity := sim; detail := why;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;

@@ -1,0 +1,78 @@
+-- memdb.forget_subject(p_tenant text, p_subject text, p_dry_run boolean DEFAULT false) -> jsonb
+-- Erasure: deletes everything about one subject of a tenant, in the caller's transaction:
+-- its memories (every version, expired ones too), and from every table of
+-- memdb.subject_tables() the rows of the subject or about its memories (history rows that hold
+-- their text, usage counts, review-queue entries, sediment runs, and later tables such as
+-- traces as they are added). The BM25 triggers decrement the tenant's statistics; terms whose
+-- document frequency falls to 0 are then deleted, so none of the subject's lexemes remain as
+-- evidence. The history rows the deletion itself writes are deleted too: afterwards no query,
+-- history or statistic holds the subject's text. No erasure record naming the subject is kept
+-- (keep one outside memdb if you need it). Other subjects' rows are untouched.
+-- Returns counts per table ({"memories": n, "memory_history": n, ..., "bm25_terms": n});
+-- with p_dry_run the counts it would delete, nothing changed.
+CREATE OR REPLACE FUNCTION memdb.forget_subject(p_tenant text, p_subject text,
+                                                p_dry_run boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    prev_reason text := current_setting('memdb.reason', true);
+    v_ids uuid[];
+    v_terms text[];
+    v_docs bigint[];
+    v_counts jsonb;
+    v_cond text;
+    n bigint;
+    t record;
+BEGIN
+    IF p_tenant IS NULL OR p_subject IS NULL THEN
+        RAISE EXCEPTION 'forget_subject needs a tenant and a subject' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- lock the subject's rows first (in id order), so a concurrent update waits for the erasure
+    SELECT coalesce(array_agg(l.id), '{}') INTO v_ids
+    FROM (SELECT m.id FROM memdb.memories m
+          WHERE m.tenant = p_tenant AND m.subject = p_subject
+          ORDER BY m.id FOR UPDATE) l;
+    -- the subject's lexemes among current memories (the ones counted in bm25_terms), with
+    -- how many of its documents hold each
+    SELECT coalesce(array_agg(d.term ORDER BY d.term), '{}'), coalesce(array_agg(d.docs ORDER BY d.term), '{}')
+      INTO v_terms, v_docs
+      FROM (SELECT u.lexeme AS term, count(*) AS docs
+            FROM memdb.memories m CROSS JOIN LATERAL unnest(m.tsv) u
+            WHERE m.tenant = p_tenant AND m.subject = p_subject AND m.valid_to IS NULL
+            GROUP BY u.lexeme) d;
+    v_counts := jsonb_build_object('memories', cardinality(v_ids));
+    FOR t IN SELECT * FROM memdb.subject_tables() LOOP
+        v_cond := concat_ws(' OR ',
+                            CASE WHEN t.has_subject THEN '(x.tenant = $1 AND x.subject = $2)' END,
+                            CASE WHEN t.has_memory_id THEN 'x.memory_id = ANY ($3)' END);
+        IF p_dry_run THEN
+            EXECUTE format('SELECT count(*) FROM memdb.%I x WHERE %s', t.table_name, v_cond)
+              INTO n USING p_tenant, p_subject, v_ids;
+        ELSE
+            EXECUTE format('DELETE FROM memdb.%I x WHERE %s', t.table_name, v_cond)
+              USING p_tenant, p_subject, v_ids;
+            GET DIAGNOSTICS n = ROW_COUNT;
+        END IF;
+        v_counts := v_counts || jsonb_build_object(t.table_name, n);
+    END LOOP;
+    IF p_dry_run THEN
+        SELECT count(*) INTO n
+        FROM memdb.bm25_terms b JOIN unnest(v_terms, v_docs) AS f(term, docs) ON f.term = b.term
+        WHERE b.tenant = p_tenant AND b.df - f.docs <= 0;
+        RETURN v_counts || jsonb_build_object('bm25_terms', n);
+    END IF;
+    PERFORM set_config('memdb.reason', 'forget_subject', true);
+    DELETE FROM memdb.memories m WHERE m.tenant = p_tenant AND m.subject = p_subject;
+    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    -- rows the deletion itself made (the history trigger's 'delete' rows hold the text too)
+    FOR t IN SELECT * FROM memdb.subject_tables() s WHERE s.has_subject LOOP
+        EXECUTE format('DELETE FROM memdb.%I x WHERE x.tenant = $1 AND x.subject = $2', t.table_name)
+          USING p_tenant, p_subject;
+    END LOOP;
+    DELETE FROM memdb.bm25_terms b
+    WHERE b.tenant = p_tenant AND b.term = ANY (v_terms) AND b.df <= 0;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN v_counts || jsonb_build_object('bm25_terms', n);
+END
+$$;
