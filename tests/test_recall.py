@@ -184,9 +184,9 @@ def test_traces_retention_erasure_and_stats(store, seeded, raw):
 
 def test_traces_are_isolated(fresh_db, embedder, seeded, store):
     store.recall("王五喜欢喝什么茶", k=3, subject="wangwu")
-    with MemoryStore(fresh_db, embedder=embedder, tenant="other") as other:
+    with MemoryStore(fresh_db, embedder=embedder, tenant="other", gate=None) as other:
         assert other.traces() == [] and other.trace_stats()["searches"] == 0
-    with MemoryStore(fresh_db, embedder=embedder, subject="lilei") as lilei:
+    with MemoryStore(fresh_db, embedder=embedder, subject="lilei", gate=None) as lilei:
         assert lilei.traces() == []
         lilei.recall("绿茶", k=3)
         assert [t["subject"] for t in lilei.traces()] == ["lilei"]
