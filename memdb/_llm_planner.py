@@ -1,9 +1,9 @@
-"""The LLM step of the query planner: one JSON chat completion through the ``openai`` client.
+"""The LLM step of the query planner: one JSON chat completion (memdb.llm.ChatLLM).
 
-Kept small and isolated on purpose (to be unified with ``memdb.llm`` later): a client with a
-timeout and no retries, a fixed instruction message, and the user's text sent as data in its
-own message (a JSON string under "query"), never spliced into the instructions. What comes
-back is parsed as JSON only; :func:`memdb.planner.validate_plan` decides whether it is a plan.
+A thin layer over :class:`memdb.llm.ChatLLM` (timeout, no retries): a fixed instruction
+message, and the user's text sent as data in its own message (a JSON string under "query"),
+never spliced into the instructions. What comes back is parsed as JSON only;
+:func:`memdb.planner.validate_plan` decides whether it is a plan.
 
 Configuration: ``MEMDB_LLM_MODEL``, ``MEMDB_LLM_BASE_URL`` (or ``OPENAI_BASE_URL``),
 ``MEMDB_LLM_API_KEY`` (or ``OPENAI_API_KEY``), ``MEMDB_PLANNER_TIMEOUT`` (seconds, default 3).
@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from .errors import MissingDependency
+from .llm import ChatLLM
 
 __all__ = ["LLMPlanner", "INSTRUCTIONS"]
 
@@ -33,17 +33,13 @@ Answer with one JSON object and nothing else:
 
 
 class LLMPlanner:
-    """Asks an OpenAI-compatible chat endpoint for a plan (JSON), with a hard timeout."""
+    """Asks an OpenAI-compatible chat endpoint for a plan (JSON) through :class:`memdb.llm.ChatLLM`
+    (no retries, a hard timeout)."""
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 3.0) -> None:
-        try:
-            import openai
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise MissingDependency("the LLM planner needs the openai package") from exc
+        self.llm = ChatLLM(base_url, api_key=api_key, model=model, timeout=timeout)
         self.model, self.timeout = model, float(timeout)
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                     timeout=self.timeout, max_retries=0)
 
     @classmethod
     def from_env(cls) -> LLMPlanner | None:
@@ -63,12 +59,9 @@ class LLMPlanner:
                 {"role": "user", "content": json.dumps({"query": query}, ensure_ascii=False)}]
 
     def plan_json(self, query: str) -> Any:
-        """The model's answer parsed as JSON (raises on transport errors, timeouts, non-JSON)."""
-        response = self._client.chat.completions.create(
-            model=self.model, messages=self.messages(query), temperature=0,
-            response_format={"type": "json_object"}, max_tokens=400)
-        text = response.choices[0].message.content or ""
-        text = text.strip()
+        """The model's answer parsed as JSON (raises LLMError on transport errors and
+        timeouts, ValueError on non-JSON)."""
+        text = self.llm.complete(self.messages(query), json_mode=True, max_tokens=400).strip()
         if text.startswith("```"):  # tolerate a fenced answer, nothing more
             text = text.strip("`").removeprefix("json").strip()
         return json.loads(text)

@@ -385,7 +385,8 @@ class Planner:
 def _failure(exc: BaseException) -> str:
     """A short, secret-free reason: planner_timeout, planner_invalid or planner_error."""
     name = type(exc).__name__.lower()
-    if "timeout" in name or isinstance(exc, TimeoutError):
+    if "timeout" in name or isinstance(exc, TimeoutError) \
+            or getattr(exc, "kind", None) == "timeout":  # memdb.llm.LLMError
         return "planner_timeout"
     if isinstance(exc, (PlanError, json.JSONDecodeError, ValueError, KeyError, TypeError)):
         return "planner_invalid"
