@@ -1,17 +1,14 @@
 """Query plans, classification rules and redaction: pure functions, no database.
 
-The LLM planner is tested through the real ``openai`` client against a local HTTP server
-(http.server in a thread speaking /v1/chat/completions) that serves canned responses: no
-model, no network, no mock of the client.
+
+
+
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -28,6 +25,7 @@ from memdb.planner import (
     validate_plan,
 )
 from memdb.redact import redact
+from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
 
 
 # -- classification ---------------------------------------------------------------------------
@@ -144,52 +142,41 @@ def test_validation_rules():
 
 
 # -- the LLM planner through the openai client and a local HTTP server ------------------------
-class _Canned(BaseHTTPRequestHandler):
-    """Serves /v1/chat/completions with the next canned answer (a string, or ("sleep", s))."""
+class _CannedLLM:
+    """The planner tests' view of tests/canned_openai.py: ``answers`` (a reply text,
+    ("sleep", seconds, text) or ("status", code)) become the server's script; ``requests`` are
+    the request bodies the real openai client sent."""
 
-    answers: list = []
-    requests: list = []
+    def __init__(self, server: CannedOpenAI) -> None:
+        self.server = server
+        self.url = server.base_url
 
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(body)
-        answer = type(self).answers.pop(0) if type(self).answers else "{}"
-        if isinstance(answer, tuple) and answer[0] == "sleep":
-            time.sleep(answer[1])
-            answer = answer[2]
-        if isinstance(answer, tuple) and answer[0] == "status":
-            self.send_response(answer[1])
-            self.end_headers()
-            self.wfile.write(b'{"error": {"message": "boom"}}')
-            return
-        payload = json.dumps({
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": answer}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+    @property
+    def answers(self) -> list:
+        return self.server.script
 
-    def log_message(self, *args: object) -> None:
-        pass
+    @answers.setter
+    def answers(self, answers: list) -> None:
+        def step(answer: object) -> Reply | Delay | Status:
+            if isinstance(answer, tuple) and answer[0] == "sleep":
+                return Delay(answer[1], answer[2])
+            if isinstance(answer, tuple) and answer[0] == "status":
+                return Status(answer[1])
+            return Reply(str(answer))
+        self.server.script = [step(a) for a in answers] or [Reply("{}")]
+
+    @property
+    def requests(self) -> list:
+        return [r["body"] for r in self.server.requests]
 
 
 @pytest.fixture
-def llm() -> Iterator[type[_Canned]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _Canned.answers, _Canned.requests = [], []
-    _Canned.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield _Canned
-    server.shutdown()
-    server.server_close()
+def llm() -> Iterator[_CannedLLM]:
+    with CannedOpenAI([Reply("{}")]) as server:
+        yield _CannedLLM(server)
 
 
-def _planner(llm, timeout: float = 2.0, mode: str = "auto") -> Planner:
+def _planner(llm: _CannedLLM, timeout: float = 2.0, mode: str = "auto") -> Planner:
     from memdb._llm_planner import LLMPlanner
 
     return Planner(LLMPlanner("test-model", base_url=llm.url, api_key="k", timeout=timeout),
