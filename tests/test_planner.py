@@ -1,8 +1,8 @@
 """Query plans, classification rules and redaction: pure functions, no database.
 
-
-
-
+The LLM planner is tested through the real ``openai`` client against tests/canned_openai.py (a
+local OpenAI-compatible server serving canned responses): no model, no network, no mock of the
+client.
 """
 
 from __future__ import annotations
