@@ -271,3 +271,21 @@ def test_with_general_adds_the_unclassified(store, seeded):
                        with_general=False)
     assert res.notes["routes"][0]["categories"] == ["preferences"]
     assert all("q1" not in h.details["routes"] for h in res if h.memory.id == g)
+
+
+def test_forget_subject_erases_traces_that_returned_the_subject(store, seeded, raw):
+    """A tenant-wide search is traced with subject '*'; forget_subject still removes it when it
+    returned the forgotten subject's memories (through memdb.erase_traces), and its dry run
+    counts it."""
+    store.recall("王五喜欢喝什么茶", k=3, subject="wangwu")
+    store.recall("李雷喜欢什么", k=3)  # tenant-wide
+    tenant_wide = raw.execute("SELECT result_subjects FROM memdb.retrieval_traces"
+                              " WHERE subject = '*'").fetchone()[0]
+    assert "lilei" in tenant_wide
+    planned = store.forget_subject("lilei", dry_run=True)
+    assert planned.counts["retrieval_traces"] == 1
+    assert raw.execute("SELECT count(*) FROM memdb.retrieval_traces").fetchone()[0] == 2
+    done = store.forget_subject("lilei")
+    assert done.counts["retrieval_traces"] == 1
+    left = raw.execute("SELECT subject, result_subjects FROM memdb.retrieval_traces").fetchall()
+    assert left == [("wangwu", ["wangwu"])]

@@ -255,7 +255,8 @@ def test_summary_forget_and_consolidate(store):
     store.add("The user lives in Berlin", subject="u", category="entities", importance=0.7)
     store.add("Trivia nobody needs", subject="u", importance=0.05)
     store.add("Another user's memory", subject="v", importance=0.01)
-    store.add("Draft the weekly report", subject="u", kind="working", scope="session",
+    store.add("Draft the weekly report", subject="u", kind="working", category="general",
+              scope="session",
               session_id="s1", importance=0.8)
     tool = store.tool(subject="u")
     summary = json.loads(tool.dispatch(_call({"action": "summary", "k": 2})))

@@ -3,7 +3,8 @@
 -- its memories (every version, expired ones too), and from every table of
 -- memdb.subject_tables() the rows of the subject or about its memories (history rows that hold
 -- their text, usage counts, review-queue entries, sediment runs, and later tables such as
--- traces as they are added). The BM25 triggers decrement the tenant's statistics; terms whose
+-- traces as they are added; also the retrieval traces of other searches that returned the
+-- subject's memories, through memdb.erase_traces). The BM25 triggers decrement the tenant's statistics; terms whose
 -- document frequency falls to 0 are then deleted, so none of the subject's lexemes remain as
 -- evidence. The history rows the deletion itself writes are deleted too: afterwards no query,
 -- history or statistic holds the subject's text. No erasure record naming the subject is kept
@@ -56,6 +57,17 @@ BEGIN
         END IF;
         v_counts := v_counts || jsonb_build_object(t.table_name, n);
     END LOOP;
+    -- traces of other searches (tenant-wide ones are stored with subject '*') that returned
+    -- the subject's memories
+    IF p_dry_run THEN
+        SELECT count(*) INTO n FROM memdb.retrieval_traces x
+        WHERE x.tenant = p_tenant AND x.subject <> p_subject
+          AND x.result_subjects @> ARRAY[p_subject];
+    ELSE
+        n := memdb.erase_traces(p_tenant, p_subject);
+    END IF;
+    v_counts := jsonb_set(v_counts, '{retrieval_traces}',
+                          to_jsonb(coalesce((v_counts ->> 'retrieval_traces')::bigint, 0) + n));
     IF p_dry_run THEN
         SELECT count(*) INTO n
         FROM memdb.bm25_terms b JOIN unnest(v_terms, v_docs) AS f(term, docs) ON f.term = b.term
