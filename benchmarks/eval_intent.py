@@ -10,7 +10,8 @@ configuration, same snapshot, same k:
 - ``+scope``: the query classified by the write-time rules (memdb.classify) → one typed query
   in that category (general → all), via ``store.recall`` without hotness;
 - ``+planner``: the heuristic intent planner's plan, without hotness;
-- ``+hotness``: the same plus hotness (weight 0.3, never on system) — recall's defaults.
+- ``+hotness``: the same plus hotness (weight 0.3, never on system); recall's defaults leave
+  hotness off (it lowered recall@5 on both sets).
 
 Scoped rows run once per ``--backstops`` weight: 0 is strict (the all-categories route only
 as the fallback when a route finds nothing), 4 is recall's default (the all-categories route

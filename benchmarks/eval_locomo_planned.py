@@ -10,7 +10,7 @@ would be. Every question then runs, same snapshot, same k, as:
 - ``+planner``: the heuristic intent plan;
 - ``+planner+hotness``: the same with hotness 0.3 (as of the conversation's last session);
 
-scoped rows with ``backstop`` 0 (strict) and 1 (recall's default). Prints recall@5/10, MRR,
+scoped rows with ``backstop`` 0 (strict) and 1 (recall's default is 4). Prints recall@5/10, MRR,
 empty rate, degraded rate and latency, and writes JSON to
 benchmarks/results/locomo_planned.json.
 

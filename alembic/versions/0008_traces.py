@@ -16,7 +16,7 @@ depends_on = None
 
 # The frozen DDL this revision applies (sql/schema/) and its sha256.
 SCHEMA_FILE = "0008_traces.sql"
-SCHEMA_SHA256 = "207f74407cbcb4f74b9cd3975378641d388705a2cabb4e8e6590e5b70be3f770"
+SCHEMA_SHA256 = "2245867ff3b34d68c55021c25232aea398f82e295bdad95f2597fae8d3f85416"
 
 
 def upgrade() -> None:

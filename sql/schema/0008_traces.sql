@@ -1,7 +1,7 @@
 -- memdb schema, revision 0008 (frozen): directory-organized retrieval.
 --   * memories.tag_version: the version of the keyword rules (memdb.classify.TAG_VERSION) that
---     chose the memory's category; NULL when the category was given explicitly (or by a type
---     mapping), or the row predates classification. The backfill re-classifies rows whose
+--     chose the memory's category (or its metadata type mapping); NULL when the category was
+--     given explicitly, or the row predates classification. The backfill re-classifies rows whose
 --     rules are older than the current ones (and, on request, unclassified 'general' rows);
 --   * memdb.retrieval_traces: one row per planned search (memdb.search_planned through
 --     MemoryStore.recall): the redacted query, the plan, per-route candidates, the chosen ids,
