@@ -1,6 +1,6 @@
 """Fact extraction for :meth:`MemoryStore.remember`, without I/O: the LLM prompt, a tolerant
-parser of the model's reply, a heuristic extractor (Chinese and English cues) and the
-importance heuristic.
+parser of the model's reply and a heuristic extractor (Chinese and English cues); the
+importance heuristic lives in :mod:`memdb._importance` (re-exported here).
 
 The parser distrusts the model: it finds the JSON inside prose or code fences, accepts a top
 level list or an object holding one (``facts``/``memories``/``items``), repairs what it can
@@ -15,7 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gate import detect_correction
+from ._importance import PREFERENCE as _PREFERENCE
+from ._importance import REMEMBER as _REMEMBER
+from ._importance import RULE as _RULE
+from ._importance import score_importance
 from .models import Category
 
 __all__ = ["Candidate", "Parsed", "SYSTEM_PROMPT", "build_prompt", "parse_reply",
@@ -182,13 +185,6 @@ def _candidate(raw: Any) -> tuple[Candidate | None, int]:
 
 
 # -- the heuristic extractor ------------------------------------------------------------------
-_REMEMBER = re.compile(r"^\s*(?:请|please\s+)?(?:记住|记得|别忘了|不要忘记|remember(?:\s+that)?|"
-                       r"don'?t\s+forget(?:\s+that)?|note\s+that)\s*[:：,，]?\s*", re.I)
-_RULE = re.compile(r"以后都|以后(?:请|要|别|不要)|从现在起|每次|总是|永远不要|不要再|务必|一律|"
-                   r"\b(?:always|never|from now on|every time|whenever)\b", re.I)
-_PREFERENCE = re.compile(r"我(?:很|最|更|比较|特别)?(?:喜欢|爱|偏好|讨厌|不喜欢|不爱|习惯)|"
-                         r"\bI\s+(?:really\s+|usually\s+)?(?:prefer|like|love|hate|dislike|"
-                         r"enjoy|don'?t\s+like)\b|\bmy\s+favou?rite\b", re.I)
 _ENTITY = re.compile(r"我(?:叫|是|住在|在.{1,12}(?:工作|上班|上学)|的名字是|对.{1,12}过敏)|"
                      r"\b(?:my\s+name\s+is|I\s+am\s+(?:a|an)\b|I'?m\s+(?:a|an)\b|I\s+live\s+in|"
                      r"I\s+work\s+(?:at|for|as)|I'?m\s+allergic|I\s+am\s+allergic)", re.I)
@@ -228,25 +224,3 @@ def heuristic_candidates(turn: str) -> list[Candidate]:
                              "add", None, f"heuristic: {cue} cue"
                              + (" (explicit remember)" if explicit else ""), rule=rule))
     return out[:MAX_FACTS]
-
-
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|《[^》]+》|“[^”]+”|"
-                    r"\b\d{4}-\d{2}-\d{2}\b|\d{1,2}月\d{1,2}日")
-
-
-def score_importance(text: str, *, explicit: bool = False, rule: bool = False) -> float:
-    """A heuristic importance in [0.5, 0.95] for a fact the caller gave none: base 0.5;
-    explicit "remember"/"记住" +0.2, a rule cue +0.15, a correction ("不是A，是B", "not A,
-    B") +0.15, a named entity, title or date +0.05, a preference +0.05."""
-    score = 0.5
-    if explicit or _REMEMBER.match(text) or re.search(r"记住|remember", text, re.I):
-        score += 0.2
-    if rule or _RULE.search(text):
-        score += 0.15
-    if detect_correction(text) is not None:
-        score += 0.15
-    if _NAMED.search(text.strip()):
-        score += 0.05
-    if _PREFERENCE.search(text):
-        score += 0.05
-    return round(min(score, 0.95), 2)

@@ -35,7 +35,9 @@ class MemoryInput:
     agent: str | None = None
     project_id: str | None = None
     session_id: str | None = None
-    importance: float = 0.5
+    # None (unset): scored from the text when written (:func:`memdb._importance.score_importance`,
+    # 0.5 for a plain statement); an explicit value is kept as given
+    importance: float | None = None
     confidence: float = 1.0
     source_type: SourceType | str = SourceType.USER_STATEMENT
     source_id: str | None = None
@@ -84,7 +86,7 @@ class MemoryInput:
             "agent": v.optional_name(self.agent, "agent"),
             "project_id": project_id,
             "session_id": session_id,
-            "importance": v.unit(self.importance, "importance"),
+            "importance": v.unit(self.resolved_importance(), "importance"),
             "confidence": v.unit(self.confidence, "confidence"),
             "source_type": v.choice(self.source_type, SourceType, "source_type").value,
             "source_id": v.optional_text(self.source_id, "source_id", 1024),
@@ -110,6 +112,15 @@ class MemoryInput:
         if created_at is not None:
             item["created_at"] = created_at.isoformat()
         return {k: val for k, val in item.items() if val is not None}
+
+    def resolved_importance(self) -> Any:
+        """The importance to store: the explicit one, else the heuristic score of the content
+        (explicit "remember"/记住, rules, corrections and named entities score higher)."""
+        if self.importance is not None or not isinstance(self.content, str):
+            return self.importance
+        from ._importance import score_importance  # the gate imports this module
+
+        return score_importance(self.content, rule=self.rule is True)
 
     def embedding_text(self) -> str:
         """What the embedder sees: the searchable context (if any) and the content."""

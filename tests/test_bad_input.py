@@ -219,6 +219,12 @@ def test_unknown_vocabulary(s, sraw, fields):
 @pytest.mark.parametrize("field", ["importance", "confidence"])
 @pytest.mark.parametrize("value", [-0.1, 1.1, math.nan, math.inf, True, False, "0.5", None])
 def test_importance_and_confidence_out_of_range(s, sraw, field, value):
+    if field == "importance" and value is None:  # None is "unset": scored from the text
+        before = snapshot(sraw)
+        result = s.add("a fine memory", importance=None, dry_run=True)
+        assert result.outcome == "created" and snapshot(sraw) == before
+        assert MemoryInput("a fine memory", importance=None).to_item()["importance"] == 0.5
+        return
     check(sraw, InvalidInput, lambda: s.add("a fine memory", **{field: value}))
 
 

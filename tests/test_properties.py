@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from memdb import DimensionMismatch, InvalidInput, MemdbError, MemoryStore
+from memdb._importance import score_importance
 from memdb._validate import (
     MAX_CONTENT_CHARS,
     MAX_METADATA_BYTES,
@@ -358,7 +359,10 @@ def test_add_round_trips_or_fails_typed(ps, praw, args):
             assert getattr(m, key).encode() == extra[key].encode()
     for key in ("importance", "confidence"):
         if key in extra:
-            assert math.isclose(getattr(m, key), extra[key], rel_tol=1e-6, abs_tol=1e-38)
+            want = extra[key]
+            if key == "importance" and want is None:  # unset: scored from the text
+                want = score_importance(m.content)
+            assert math.isclose(getattr(m, key), want, rel_tol=1e-6, abs_tol=1e-38)
     assert m.version == 1 and m.has_embedding
 
 
@@ -373,6 +377,8 @@ def _add_expected(content, subject, tags, metadata, source_id, extra) -> bool | 
     for key in ("importance", "confidence"):
         if key in extra:
             x = extra[key]
+            if key == "importance" and x is None:  # unset: scored from the text
+                continue
             checks.append(isinstance(x, (int, float)) and not isinstance(x, bool)
                           and math.isfinite(x) and 0 <= x <= 1)
     if "ttl" in extra or "created_at" in extra:

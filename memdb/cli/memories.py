@@ -40,8 +40,9 @@ def migrate(as_json: bool) -> None:
     (["--agent"], {"help": "The agent that wrote the memory."}),
     (["--project-id"], {"help": "Project id (needed with --scope project)."}),
     (["--session-id"], {"help": "Session id (needed with --scope session)."}),
-    (["--importance"], {"type": float, "default": 0.5, "show_default": True,
-                        "help": "How much the memory matters, 0 to 1."}),
+    (["--importance"], {"type": float,
+                        "help": "How much the memory matters, 0 to 1 (default: scored from "
+                                "the text, 0.5 for a plain statement)."}),
     (["--confidence"], {"type": float, "default": 1.0, "show_default": True,
                         "help": "How sure the source is, 0 to 1."}),
     (["--source-type"], {"default": "user_statement", "show_default": True,
