@@ -12,6 +12,12 @@
 4. the **most recent turns**, newest first, as many as fit, returned in chronological order
    (never a gap: the first turn that does not fit ends the history).
 
+With ``include_profile=True`` the subject's **profile** (:meth:`~memdb.MemoryStore.profile`:
+communication style, preferences, expertise, habits, lessons; each line with the id of the
+memory it came from) is rendered into the first system message after the rules, between 1 and
+2 in priority: whole items in profile order while they fit (``max_profile_tokens`` caps its
+share); a memory already shown in the profile is not repeated among the memories.
+
 Nothing is ever cut mid-item: an item (a memory, the summary, a turn) is in whole or left out,
 and a lower-priority item that fits is still taken after a larger one was left out (except
 turns, which must stay contiguous). Every message's cost is counted on its final text
@@ -39,6 +45,7 @@ from . import _sql
 from . import _validate as v
 from .errors import InvalidInput, NotFound
 from .models import Category
+from .profile import TITLES, profile_items
 from .tokens import MESSAGE_OVERHEAD, counter_or_default
 
 __all__ = ["ContextBuilder", "Context", "Item", "assemble", "INSTRUCTIONS", "TEXTS",
@@ -86,9 +93,10 @@ class Context:
     """The assembled messages and how they were chosen.
 
     ``messages``: OpenAI-style dicts, ready for ``chat.completions.create``; ``tokens``: what
-    they cost with the counter used (<= ``budget``); ``memory_ids`` / ``rule_ids``: ids of
-    the memories and rules included (cite-able); ``included`` / ``dropped``: counts per part
-    (rules, memories, summary, turns); ``timings_ms``: search and assembly time.
+    they cost with the counter used (<= ``budget``); ``memory_ids`` / ``rule_ids`` /
+    ``profile_ids``: ids of the memories, rules and profile items included (cite-able);
+    ``included`` / ``dropped``: counts per part (rules, memories, summary, turns; profile
+    when it was asked for); ``timings_ms``: search and assembly time.
     """
 
     messages: list[dict[str, str]]
@@ -99,10 +107,12 @@ class Context:
     included: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    profile_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"messages": self.messages, "tokens": self.tokens, "budget": self.budget,
                 "memory_ids": list(self.memory_ids), "rule_ids": list(self.rule_ids),
+                "profile_ids": list(self.profile_ids),
                 "included": self.included, "dropped": self.dropped,
                 "timings_ms": self.timings_ms}
 
@@ -115,11 +125,14 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
              memories: Sequence[Item] = (), summary: str = "", turns: Sequence[Item] = (),
              language: str = "en", query_message: str | None = None,
              max_memory_tokens: int | None = None,
-             counter: Callable[[str], int] | None = None) -> Context:
+             counter: Callable[[str], int] | None = None,
+             profile: Sequence[Item] | None = None,
+             max_profile_tokens: int | None = None) -> Context:
     """Pack the parts into at most ``budget`` tokens in priority order (see the module
     docstring). No I/O. ``query_message``: a final user message that must be included, like
     the rules. Raises InvalidInput when the mandatory part (instructions, rules, query)
-    alone exceeds the budget."""
+    alone exceeds the budget. ``profile``: profile items (``content`` already labelled) packed
+    into the first system message under its title, whole, while they fit."""
     count = counter_or_default(counter)
     texts = TEXTS[language]
     included = {"rules": 0, "memories": 0, "summary": 0, "turns": 0}
@@ -136,8 +149,20 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
     if need > budget:
         raise InvalidInput(f"budget_tokens={budget} is too small for the instructions, system "
                            f"rules and query, which need {need} tokens")
-    remaining = budget - need
     included["rules"] = len(rules)
+    profile_ids: list[str] = []
+    if profile is not None:
+        head, profile_ids = _pack_profile(mandatory[0] if mandatory else None, head_parts,
+                                          profile, budget - need, max_profile_tokens,
+                                          language, count)
+        included["profile"] = len(profile_ids)
+        dropped["profile"] = len(profile) - len(profile_ids)
+        if profile_ids:
+            need += head[1] - (mandatory[0][1] if mandatory else 0)
+            mandatory[:1] = [head]
+            shown = set(profile_ids)
+            memories = [m for m in memories if m.id not in shown]
+    remaining = budget - need
     messages = [m for m, _ in mandatory]
 
     # 2. long-term memories, whole items in rank order
@@ -180,7 +205,43 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
     total = budget - remaining  # every message's cost was counted on its final text
     return Context(messages=messages, tokens=total, budget=budget, memory_ids=tuple(kept),
                    rule_ids=tuple(r.id or "" for r in rules), included=included,
-                   dropped=dropped)
+                   dropped=dropped, profile_ids=tuple(profile_ids))
+
+
+def _pack_profile(head: tuple[dict[str, str], int] | None, head_parts: list[str],
+                  profile: Sequence[Item], spare: int, cap: int | None, language: str,
+                  count: Callable[[str], int]) -> tuple[tuple[dict[str, str], int], list[str]]:
+    """The first system message with as many whole profile lines (in order) as fit in
+    ``spare`` more tokens (and ``cap``, if given) than it costs now; (message and its exact
+    cost, ids of the items kept). Candidates are accepted on an additive bound (a line's
+    tokens + 1 for its newline) and counted exactly only when the bound is over; the final
+    message is counted exactly, dropping lines from the end should a counter break the
+    bound."""
+    base_cost = head[1] if head else 0
+    limit = base_cost + (spare if cap is None else min(spare, cap))
+    title = TITLES.get(language, TITLES["en"])
+
+    def render(lines: list[str]) -> tuple[dict[str, str], int]:
+        return _message("system", "\n\n".join([*head_parts, "\n".join([title, *lines])]),
+                        count)
+
+    lines: list[str] = []
+    ids: list[str] = []
+    bound = render([])[1]
+    for item in profile:
+        line = f"- {item.line()}"
+        step = count(line) + 1
+        if bound + step <= limit or render([*lines, line])[1] <= limit:
+            lines.append(line)
+            ids.append(item.id or "")
+            bound += step
+    while lines:
+        message = render(lines)
+        if message[1] <= limit:
+            return message, ids
+        lines.pop()
+        ids.pop()
+    return head or ({"role": "system", "content": ""}, 0), []
 
 
 def _pack_lines(header: str, items: Sequence[Item], cap: int,
@@ -232,7 +293,8 @@ class ContextBuilder:
                       instructions: str | None = "auto", include_query: bool = False,
                       max_memory_tokens: int | None = None, max_rules: int = 100,
                       counter: Callable[[str], int] | None = None,
-                      **search: Any) -> Context:
+                      include_profile: bool = False, max_profile_tokens: int | None = None,
+                      profile_limit: int = 10, **search: Any) -> Context:
         """Messages for answering ``query`` in ``session`` within ``budget_tokens`` (see the
         module docstring for the order and the guarantees).
 
@@ -241,7 +303,9 @@ class ContextBuilder:
         or English by the query), your own text, or None; ``include_query``: end with the
         query as a user message (mandatory, like the rules); ``max_memory_tokens``: a cap
         on the memories' share; ``counter``: a token counter (default
-        :func:`memdb.tokens.count_tokens`); other keywords go to
+        :func:`memdb.tokens.count_tokens`); ``include_profile``: render the subject's
+        profile (at most ``profile_limit`` items per section, at most ``max_profile_tokens``)
+        into the system message after the rules; other keywords go to
         :meth:`~memdb.MemoryStore.search` (routes, weights, mmr, tags, ...).
         """
         if not isinstance(query, str):
@@ -251,6 +315,11 @@ class ContextBuilder:
         v.positive_int(max_rules, "max_rules", 10_000)
         if max_memory_tokens is not None:
             v.positive_int(max_memory_tokens, "max_memory_tokens", MAX_BUDGET)
+        if not isinstance(include_profile, bool):
+            raise InvalidInput("include_profile must be True or False")
+        if max_profile_tokens is not None:
+            v.positive_int(max_profile_tokens, "max_profile_tokens", MAX_BUDGET)
+        v.positive_int(profile_limit, "profile_limit", 1000)
         who = v.optional_name(subject, "subject") or self.subject or "default"
         lang = language_of(query)
         if instructions == "auto":
@@ -262,6 +331,15 @@ class ContextBuilder:
             rules = [Item(r["content"], str(r["id"])) for r in conn.execute(
                 _sql.query("system_rules"),
                 {"tenant": self.tenant, "subject": who, "limit": max_rules}).fetchall()]
+            profile = None
+            if include_profile:
+                document = conn.execute(_sql.query("subject_profile"), {
+                    "tenant": self.tenant, "subject": who,
+                    "limit": profile_limit}).fetchone()["profile"]
+                shown = {r.id for r in rules}  # a style rule is already among the rules
+                profile = [Item(f"({label}) {text}", mid)
+                           for label, text, mid in profile_items(document, lang)
+                           if mid not in shown]
         search.setdefault("category", _NOT_SYSTEM)
         hits = self.search(query, k=k, subject=who, **search) if query.strip() else []  # type: ignore[attr-defined]
         memories = [Item(h.memory.content, str(h.memory.id)) for h in hits]
@@ -282,7 +360,8 @@ class ContextBuilder:
                        memories=memories, summary=summary, turns=turns, language=lang,
                        query_message=query if include_query else None,
                        max_memory_tokens=max_memory_tokens,
-                       counter=counter or self.token_counter)
+                       counter=counter or self.token_counter, profile=profile,
+                       max_profile_tokens=max_profile_tokens)
         done = time.perf_counter()
         ctx.timings_ms.update({"rules_and_search": round((searched - started) * 1000, 3),
                                "session": round((loaded - searched) * 1000, 3),
