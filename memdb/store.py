@@ -27,6 +27,7 @@ from psycopg.types.json import Jsonb
 from . import _sql
 from . import _validate as v
 from .agent import Agent
+from .agent_loop import AgentLoop
 from .ask import Ask
 from .connection import Database
 from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
@@ -104,7 +105,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, RecallMixin):
+class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, RecallMixin):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.

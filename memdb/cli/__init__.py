@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (registers the commands)
     lifecycle,
     memories,
     planner,
+    profile,
     search,
     session,
 )
