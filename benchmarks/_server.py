@@ -3,11 +3,13 @@ in a temporary MEMDB_HOME, never the user's data, removed afterwards) and a stub
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -53,3 +55,11 @@ def with_db(dsn: str, dbname: str) -> str:
     params = conninfo_to_dict(dsn)
     params["dbname"] = dbname
     return make_conninfo(**params)
+
+
+def emit(result: dict, path: Path) -> None:
+    """Print the benchmark's JSON document and write it to ``path`` (folders made)."""
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n", encoding="utf-8")
+    print(text)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from _server import server  # noqa: I001  (benchmarks/ sibling module)
+from _server import emit, server  # noqa: I001  (benchmarks/ sibling module)
 from insert_throughput import Scratch, _loadavg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -230,10 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--mb must be positive and --local-sample-mb not negative")
     result = run(args.mb, args.embedder, args.local_sample_mb, args.chunk_tokens, args.seed,
                  args.dsn)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    emit(result, args.json)
     return 0
 
 

@@ -18,7 +18,6 @@ benchmarks/results/insert_throughput.json (or --json OUT). Drops the scratch dat
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import RandomEmbedder, emit, server, with_db  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
@@ -257,10 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--n, --batch, --repeat and batch sizes must be positive")
 
     result = run(args.n, args.batch, sizes, args.repeat, args.seed, args.dsn)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    emit(result, args.json)
     return 0
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import RandomEmbedder, emit, server, with_db  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1019,10 +1019,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--n, --subjects, --queries, --chunk and --batch must be positive")
 
     result = run(args)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    emit(result, args.json)
     return 0
 
 

@@ -20,7 +20,6 @@ Prints one JSON document and writes it to benchmarks/results/write_gate.json (or
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
-from _server import RandomEmbedder, server  # noqa: I001  (benchmarks/ sibling module)
+from _server import RandomEmbedder, emit, server  # noqa: I001  (benchmarks/ sibling module)
 from insert_throughput import Scratch, _loadavg, synthetic_inputs
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
@@ -160,10 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.n < 1 or args.batch < 1 or args.repeat < 1:
         parser.error("--n, --batch and --repeat must be positive")
     result = run(args.n, args.batch, args.repeat, args.seed, args.dsn)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    emit(result, args.json)
     return 0
 
 

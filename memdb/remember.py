@@ -126,6 +126,20 @@ def _bounded(llm: ChatLLM, prompt: list[dict[str, str]], timeout: float) -> str:
     return str(box["reply"])
 
 
+def write_timeout(timeout: float | None) -> float:
+    """How long a write may wait for the LLM: ``timeout``, else ``$MEMDB_REMEMBER_TIMEOUT``,
+    else :data:`DEFAULT_REMEMBER_TIMEOUT` seconds (InvalidInput unless positive)."""
+    if timeout is None:
+        raw = os.environ.get("MEMDB_REMEMBER_TIMEOUT")
+        try:
+            timeout = float(raw) if raw else DEFAULT_REMEMBER_TIMEOUT
+        except ValueError:
+            raise InvalidInput(f"MEMDB_REMEMBER_TIMEOUT must be seconds, got {raw!r}") from None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise InvalidInput("timeout must be a positive number of seconds")
+    return float(timeout)
+
+
 def _same(a: str, b: str) -> bool:
     norm = lambda s: "".join(ch for ch in s.casefold() if ch.isalnum())  # noqa: E731
     return norm(a) == norm(b)
@@ -142,14 +156,7 @@ def remember(store: Any, messages: Any, *, llm: ChatLLM | None, session_id: str 
     user_text = "\n".join(m["content"] for m in msgs if m["role"] == "user")
     turn_id = v.optional_text(turn_id, "turn_id", 256) or (
         "turn-" + hashlib.sha256(f"{session_id}\n{turn_text}".encode()).hexdigest()[:16])
-    if timeout is None:
-        raw = os.environ.get("MEMDB_REMEMBER_TIMEOUT")
-        try:
-            timeout = float(raw) if raw else DEFAULT_REMEMBER_TIMEOUT
-        except ValueError:
-            raise InvalidInput(f"MEMDB_REMEMBER_TIMEOUT must be seconds, got {raw!r}") from None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise InvalidInput("timeout must be a positive number of seconds")
+    timeout = write_timeout(timeout)
 
     query = (user_text or turn_text)[:2000]
     existing = list(store.search(query, _SEARCH_K, subject=subject)) if query.strip() else []

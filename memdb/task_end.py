@@ -25,7 +25,6 @@ task id, and the session. ``task`` defaults to the goal of the session's working
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -38,7 +37,7 @@ from .context import language_of
 from .errors import InvalidInput
 from .gate import DEFAULT_POLICY, WritePolicy
 from .llm import ChatLLM, LLMError
-from .remember import DEFAULT_REMEMBER_TIMEOUT, _bounded
+from .remember import DEFAULT_REMEMBER_TIMEOUT, _bounded, write_timeout
 from .sediment import classify
 from .summarize import normal_form, split_sentences
 
@@ -199,14 +198,7 @@ def task_end(store: Any, session: str, *, outcome: str, summary: str,
         task = store.get_state(session, subject=who).goal
     else:
         task = v.content(task, "task")
-    if timeout is None:
-        raw = os.environ.get("MEMDB_REMEMBER_TIMEOUT")
-        try:
-            timeout = float(raw) if raw else DEFAULT_REMEMBER_TIMEOUT
-        except ValueError:
-            raise InvalidInput(f"MEMDB_REMEMBER_TIMEOUT must be seconds, got {raw!r}") from None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise InvalidInput("timeout must be a positive number of seconds")
+    timeout = write_timeout(timeout)
     source_id = v.optional_text(task_id, "task_id", 256) or "task-" + hashlib.sha256(
         f"{who}\n{session}\n{outcome}\n{summary}".encode()).hexdigest()[:16]
     lang = language_of(f"{task or ''} {summary}")
