@@ -268,3 +268,54 @@ retrieval_traces = sa.Table(
     sa.Index("retrieval_traces_subject_idx", "tenant", "subject"),
     sa.Index("retrieval_traces_result_subjects_idx", "result_subjects", postgresql_using="gin"),
 )
+
+# revision 0009: the entity graph (entities, their mentions in memories, relations)
+entities = sa.Table(
+    "entities", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("norm_name", sa.Text, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("aliases", ARRAY(sa.Text), nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.UniqueConstraint("tenant", "subject", "norm_name", "type", name="entities_name_key"),
+    sa.Index("entities_norm_name_idx", "tenant", "norm_name"),
+    sa.Index("entities_aliases_idx", "aliases", postgresql_using="gin"),
+)
+
+entity_mentions = sa.Table(
+    "entity_mentions", metadata,
+    sa.Column("entity_id", sa.BigInteger,
+              sa.ForeignKey("memdb.entities.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("memory_id", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Index("entity_mentions_memory_idx", "memory_id"),
+)
+
+entity_relations = sa.Table(
+    "entity_relations", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("from_id", sa.BigInteger,
+              sa.ForeignKey("memdb.entities.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("to_id", sa.BigInteger,
+              sa.ForeignKey("memdb.entities.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("strength", sa.REAL, nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True),
+              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("valid_from", TS, nullable=False),
+    sa.Column("valid_to", TS),
+    sa.Column("created_at", TS, nullable=False),
+    sa.UniqueConstraint("from_id", "type", "to_id", "memory_id",
+                        name="entity_relations_edge_key"),
+    sa.Index("entity_relations_to_idx", "to_id"),
+    sa.Index("entity_relations_memory_idx", "memory_id"),
+)
