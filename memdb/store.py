@@ -34,6 +34,7 @@ from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
 from .errors import DatabaseError, EmbeddingError, InvalidInput, NotFound, NotMigrated, Rejected
 from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
+from .graph import Graph
 from .ingest import Ingest
 from .inputs import MemoryInput, as_input
 from .lifecycle import Lifecycle
@@ -105,7 +106,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, RecallMixin):
+class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, RecallMixin):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.
