@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registers the commands)
     demo,
     embeddings,
     evaluate,
+    graph,
     ingest,
     lifecycle,
     memories,
