@@ -106,7 +106,7 @@ _SURNAMES = ("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁
              "苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛"
              "郝龚邵万钱严覃武戴莫孔向汤")
 _CJK = r"\u3400-\u9fff"
-_SPAN = rf"[{_CJK}A-Za-z]"  # a name slot in a Chinese pattern
+_SPAN = rf"[{_CJK}A-Za-z0-9]"  # a name slot in a Chinese pattern
 # A CJK person: surname + 1-2 characters (the shortest that fits, checked by _cjk_person).
 _CJK_PERSON_CUE = re.compile(rf"(?<![{_CJK}])([{_SURNAMES}][{_CJK}]{{1,2}}?)"
                              r"(?=说|是|在|负责|的|和|跟|与|也|都|把|给|让|要|会|去|来|同|一起|，|,|。|$)")
@@ -149,14 +149,14 @@ _EN_USES = re.compile(rf"(?P<a>(?:[Tt]he\s+|[Oo]ur\s+|[Tt]his\s+)?"
                       rf"(?:{_LATIN_NAME}|project|team|app|service))"
                       r"\s+(?:uses|is using|used|relies on|is built (?:with|on)|runs on)\s+"
                       r"(?P<b>[^.;!?\n]+)")
-_ZH_PERSON_PAIR = re.compile(rf"(?P<a>{_SPAN}{{2,8}}?)\s*(?:和|跟|与|同)\s*(?P<b>{_SPAN}{{2,8}}?)"
+_ZH_PERSON_PAIR = re.compile(rf"(?P<a>{_SPAN}{{2,16}}?)\s*(?:和|跟|与|同)\s*(?P<b>{_SPAN}{{2,16}}?)"
                              r"\s*(?:是|为)?(?:一起工作|一起做事|一起上班|同事|合作|共事)")
-_ZH_MANAGER = re.compile(rf"(?P<a>{_SPAN}{{2,8}}?)是(?P<b>{_SPAN}{{2,8}}?)的"
+_ZH_MANAGER = re.compile(rf"(?P<a>{_SPAN}{{2,16}}?)是(?P<b>{_SPAN}{{2,16}}?)的"
                          r"(?:经理|领导|上司|主管|老板|leader)")
-_ZH_MANAGER_REV = re.compile(rf"(?P<b>{_SPAN}{{2,8}}?)的(?:经理|领导|上司|主管|老板|leader)是"
-                             rf"(?P<a>{_SPAN}{{2,8}})")
-_ZH_WORKS_AT = re.compile(rf"(?P<a>{_SPAN}{{2,8}}?)在(?P<b>{_SPAN}{{2,12}}?)(?:工作|上班|任职)")
-_ZH_USES = re.compile(rf"(?P<a>{_SPAN}{{2,8}}?)(?:都|也|主要|一直)?(?:使用|采用|用的是|用)\s*"
+_ZH_MANAGER_REV = re.compile(rf"(?P<b>{_SPAN}{{2,16}}?)的(?:经理|领导|上司|主管|老板|leader)是"
+                             rf"(?P<a>{_SPAN}{{2,16}})")
+_ZH_WORKS_AT = re.compile(rf"(?P<a>{_SPAN}{{2,16}}?)在(?P<b>{_SPAN}{{2,12}}?)(?:工作|上班|任职)")
+_ZH_USES = re.compile(rf"(?P<a>{_SPAN}{{2,16}}?)(?:都|也|主要|一直)?(?:使用|采用|用的是|用)\s*"
                       rf"(?P<b>[^。！？!?;；\n]+)")
 _ZH_OBJ = re.compile(r"^\s*(?:[A-Za-z][A-Za-z0-9_.+#-]*(?:\s+[A-Z0-9][A-Za-z0-9_.+#-]*)*"
                      rf"|[{_CJK}]{{2,6}})")
@@ -172,6 +172,9 @@ def _cjk_person(span: str, *, tail: bool) -> str:
     plus one or two characters at the span's end (tail) or start; else the span itself."""
     if not re.search(rf"[{_CJK}]", span):
         return span
+    latin = re.search(r"[A-Za-z][A-Za-z0-9]*$" if tail else r"^[A-Za-z][A-Za-z0-9]*", span)
+    if latin:  # "昨天Alice和Bob…": the Latin name next to the connective
+        return latin.group(0)
     if tail:
         for size in (2, 3):
             part = span[-size:]

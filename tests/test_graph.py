@@ -167,10 +167,10 @@ def test_match_mentions_links_known_names(store, raw):
         "SELECT e.name FROM memdb.entity_mentions m JOIN memdb.entities e ON e.id = m.entity_id "
         "WHERE m.memory_id = %s", (ids[0],))}
     assert "王五" in mentioned
-    assert raw.execute("SELECT memdb.entity_occurs('bob', memdb.entity_words('Bobby is here'))"
-                       ).fetchone()[0] is False
-    assert raw.execute("SELECT memdb.entity_occurs('李四', memdb.entity_words('李四的同事'))"
-                       ).fetchone()[0] is True
+    cands = raw.execute("SELECT memdb.entity_candidates('Bobby uses node.js; 李四使用Neovim')"
+                        ).fetchone()[0]
+    assert {"bobby", "node.js", "李四", "neovim", "李四使用"} <= set(cands)
+    assert "bob" not in cands and "李" not in cands
 
 
 def test_validity_and_superseded_evidence(store, raw):
