@@ -20,9 +20,10 @@ AS $$
                     THEN memdb.jtext_array(p_filter -> 'subject') END AS subjects
     )
     SELECT e.id, e.name, e.type, e.subject
-    FROM memdb.entities e, q
+    FROM memdb.entities e
     WHERE e.tenant = p_tenant
-      AND (q.subjects IS NULL OR e.subject = ANY (q.subjects))
-      AND (e.norm_name = ANY (q.names) OR e.aliases && q.names)
+      -- scalar subqueries (InitPlans): index conditions on norm_name and aliases
+      AND (e.norm_name = ANY ((SELECT q.names FROM q)::text[]) OR e.aliases && (SELECT q.names FROM q))
+      AND ((SELECT q.subjects FROM q) IS NULL OR e.subject = ANY ((SELECT q.subjects FROM q)::text[]))
     ORDER BY e.id
 $$;

@@ -45,11 +45,14 @@ BEGIN
             SELECT r.from_id, r.memory_id, r.valid_from, r.valid_to
             FROM memdb.entity_relations r WHERE r.to_id = w.entity_id AND r.tenant = p_tenant
         ) nb
-        JOIN memdb.memories ev ON ev.id = nb.memory_id
+        -- LATERAL ... LIMIT 1: one primary-key probe per edge, whatever the statistics say
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM memdb.memories ev
+            WHERE ev.id = nb.memory_id AND memdb.matches(ev, f) LIMIT 1
+        ) ok
         WHERE w.depth < p_hops
           AND nb.valid_from <= v_now AND (nb.valid_to IS NULL OR nb.valid_to > v_now)
-          AND memdb.matches(ev, f)
-    ), reached AS (
+    ), reached AS MATERIALIZED (
         SELECT w.entity_id, min(w.depth) AS depth FROM walk w GROUP BY w.entity_id
     ), hit AS (
         SELECT mm.memory_id,
@@ -57,10 +60,15 @@ BEGIN
                min(r.depth)::integer AS hops,
                array_agg(e.name ORDER BY r.depth, e.name) AS names
         FROM reached r
-        JOIN memdb.entity_mentions mm ON mm.entity_id = r.entity_id
-        JOIN memdb.entities e ON e.id = r.entity_id
-        JOIN memdb.memories m ON m.id = mm.memory_id
-        WHERE m.tenant = p_tenant AND memdb.matches(m, f)
+        CROSS JOIN LATERAL (SELECT x.name FROM memdb.entities x WHERE x.id = r.entity_id LIMIT 1) e
+        CROSS JOIN LATERAL (  -- mentions by entity (the primary key's leading column)
+            SELECT x.memory_id FROM memdb.entity_mentions x WHERE x.entity_id = r.entity_id
+            OFFSET 0
+        ) mm
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM memdb.memories m
+            WHERE m.id = mm.memory_id AND m.tenant = p_tenant AND memdb.matches(m, f) LIMIT 1
+        ) ok
         GROUP BY mm.memory_id
     )
     SELECT h.memory_id, (row_number() OVER (ORDER BY h.score DESC, h.memory_id))::integer,
