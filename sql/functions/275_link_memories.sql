@@ -9,7 +9,8 @@
 -- (what memdb.graph's extractors produce). For each current memory of the tenant: its old
 -- mentions and relations are deleted (re-linking replaces them), the entities are upserted
 -- under the memory's subject (memdb.upsert_entity) and mentioned, relations are recorded with
--- the memory as evidence (memdb.upsert_relation; an endpoint not among "entities" is upserted
+-- the memory as evidence, valid from the relation's valid_from or else the memory's
+-- (memdb.upsert_relation; an endpoint not among "entities" is upserted
 -- as type 'other'). A memory that is missing, superseded or expired is skipped (linked false).
 -- entities: how many entities the memory now mentions. Call memdb.match_mentions afterwards
 -- to link the memories to known entities they name without a pattern.
@@ -35,7 +36,7 @@ BEGIN
     END IF;
     FOR item IN SELECT jsonb_array_elements(p_items) LOOP
         memory_id := (item ->> 'memory_id')::uuid;
-        SELECT x.id, x.subject, x.content INTO m FROM memdb.memories x
+        SELECT x.id, x.subject, x.content, x.valid_from INTO m FROM memdb.memories x
         WHERE x.tenant = p_tenant AND x.id = memory_id AND x.valid_to IS NULL
           AND (x.expires_at IS NULL OR x.expires_at > now());
         IF NOT FOUND THEN
@@ -66,7 +67,7 @@ BEGIN
             ON CONFLICT DO NOTHING;
             PERFORM memdb.upsert_relation(p_tenant, m.subject, v_from, v_to, rel ->> 'type', m.id,
                                           coalesce((rel ->> 'strength')::real, 0.5),
-                                          (rel ->> 'valid_from')::timestamptz,
+                                          coalesce((rel ->> 'valid_from')::timestamptz, m.valid_from),
                                           (rel ->> 'valid_to')::timestamptz);
             n_rel := n_rel + 1;
         END LOOP;
