@@ -1,7 +1,7 @@
 """graph: entities, their mentions in memories, and relations between them
 
 Revision ID: 0009
-Revises: 0007 (relinked to 0008 when the 0008 revision lands)
+Revises: 0008
 Create Date: 2026-11-29
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from alembic import op
 from memdb.migrations import apply_schema_file
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
