@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,3 +65,13 @@ def emit(result: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text + "\n", encoding="utf-8")
     print(text)
+
+
+def median_ms(fn: Callable[[int], object], repeat: int, digits: int = 2) -> float:
+    """Median wall time of ``fn(i)`` for i in range(repeat), in milliseconds."""
+    times = []
+    for i in range(repeat):
+        start = time.perf_counter()
+        fn(i)
+        times.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(times), digits)

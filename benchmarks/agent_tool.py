@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import psycopg
-from _server import server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import median_ms, server, with_db  # noqa: I001  (benchmarks/ sibling module)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -25,15 +23,6 @@ if str(ROOT) not in sys.path:
 
 from memdb import LocalEmbedder, MemoryStore  # noqa: E402
 from memdb.migrations import upgrade  # noqa: E402
-
-
-def _median_ms(fn, repeat: int) -> float:
-    times = []
-    for i in range(repeat):
-        start = time.perf_counter()
-        fn(i)
-        times.append((time.perf_counter() - start) * 1000)
-    return round(statistics.median(times), 1)
 
 
 def main() -> None:
@@ -60,16 +49,16 @@ def main() -> None:
                 return {"id": "c", "function": {"name": "memory", "arguments": json.dumps(a)}}
 
             figures = {
-                "tool_add_ms": _median_ms(lambda i: tool.dispatch(call(
+                "tool_add_ms": median_ms(lambda i: tool.dispatch(call(
                     {"action": "add", "content": f"The user visited city number {i} in May"})),
                     args.repeat),
-                "tool_search_ms": _median_ms(lambda i: tool.dispatch(call(
+                "tool_search_ms": median_ms(lambda i: tool.dispatch(call(
                     {"action": "search", "query": f"绿茶{i}号", "k": 5})), args.repeat),
-                "tool_summary_ms": _median_ms(lambda i: tool.dispatch(call(
+                "tool_summary_ms": median_ms(lambda i: tool.dispatch(call(
                     {"action": "summary", "k": 5})), args.repeat),
-                "tool_hostile_ms": _median_ms(lambda i: tool.dispatch(call(
+                "tool_hostile_ms": median_ms(lambda i: tool.dispatch(call(
                     {"action": "update", "id": "1 OR 1=1", "content": "x"})), args.repeat),
-                "remember_heuristic_ms": _median_ms(lambda i: store.remember(
+                "remember_heuristic_ms": median_ms(lambda i: store.remember(
                     f"记住：我的第{i}辆车是蓝色的。I prefer aisle seat number {i}.",
                     subject="u", llm=None), args.repeat),
             }

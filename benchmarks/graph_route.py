@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import psycopg
-from _server import server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import median_ms, server, with_db  # noqa: I001  (benchmarks/ sibling module)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -30,15 +29,6 @@ if str(ROOT) not in sys.path:
 from memdb import LocalEmbedder, MemoryStore  # noqa: E402
 from memdb.embeddings import embed_checked  # noqa: E402
 from memdb.migrations import upgrade  # noqa: E402
-
-
-def _median_ms(fn, repeat: int) -> float:
-    times = []
-    for i in range(repeat):
-        start = time.perf_counter()
-        fn(i)
-        times.append((time.perf_counter() - start) * 1000)
-    return round(statistics.median(times), 2)
 
 
 def main() -> None:
@@ -79,15 +69,15 @@ def main() -> None:
             vectors = {q: embed_checked(embedder, [q], query=True)[0] for q in queries}
             figures = {}
             for hops in (1, 2, 3):
-                figures[f"graph_route_hops{hops}_ms"] = _median_ms(
+                figures[f"graph_route_hops{hops}_ms"] = median_ms(
                     lambda i, h=hops: store.graph_search(queries[i], routes=["graph"], hops=h),
                     args.repeat)
-            figures["hybrid_ms"] = _median_ms(
+            figures["hybrid_ms"] = median_ms(
                 lambda i: store.search(queries[i], embedding=vectors[queries[i]]), args.repeat)
-            figures["hybrid_plus_graph_hops2_ms"] = _median_ms(
+            figures["hybrid_plus_graph_hops2_ms"] = median_ms(
                 lambda i: store.graph_search(queries[i], embedding=vectors[queries[i]]),
                 args.repeat)
-            figures["neighbors_hops2_ms"] = _median_ms(
+            figures["neighbors_hops2_ms"] = median_ms(
                 lambda i: store.graph_neighbors(people[i], hops=2), args.repeat)
             hit = store.graph_search(queries[0], routes=["graph"], hops=2, k=1000)
     print(json.dumps({"server": how, "memories": len(texts), **dict(counts),
