@@ -74,7 +74,7 @@ def run(path: Path, ks: list[int], limit: int | None, backstops: list[float]) ->
     rows: dict[str, dict] = {}
     categories: dict[str, int] = {}
     intents: dict[str, int] = {}
-    with scratch_database(None) as scratch, MemoryStore(scratch, embedder=embedder) as store:
+    with scratch_database(None) as scratch, MemoryStore(scratch, embedder=embedder, gate=None) as store:
         store.trace_recall = False
         dia: dict = {}
         for _, items in inputs:
