@@ -98,6 +98,9 @@ class Memory:
     # 'active', or 'hypothesis': a model inference kept with low confidence and a short TTL
     # until a trusted source confirms it
     status: str = "active"
+    # the classification rules' version when the category was classified at write
+    # (memdb.classify); None when the category was given explicitly
+    tag_version: int | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Memory:

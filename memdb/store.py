@@ -29,6 +29,7 @@ from . import _validate as v
 from .agent import Agent
 from .agent_loop import AgentLoop
 from .ask import Ask
+from .classify import classify
 from .connection import Database
 from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
 from .errors import DatabaseError, EmbeddingError, InvalidInput, NotFound, NotMigrated, Rejected
@@ -78,6 +79,17 @@ _NEW_ROW = ("created", "hypothesis", "superseded")
 
 # Fields whose change makes an update pass the write gate again.
 _GATED_FIELDS = frozenset({"content", "kind", "category", "source_type", "source_id"})
+
+
+def _reclassified(current: Memory, clean: dict[str, Any]) -> dict[str, Any]:
+    """A classified memory (tag_version set) whose content changes is classified again, so
+    its category and URI follow the new text; an explicit category (tag_version None) stays."""
+    if current.tag_version is None:
+        return {}
+    found = classify(clean["content"], clean.get("metadata", current.metadata))
+    if (found.category, found.tag_version) == (current.category, current.tag_version):
+        return {}
+    return {"category": found.category.value, "tag_version": found.tag_version}
 
 
 def _result(row: dict[str, Any], decision: Decision | None, dry_run: bool,
@@ -386,6 +398,9 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
             else:
                 raise InvalidInput(f"memory field {key!r} cannot be updated")
         current: Memory | None = None
+        if "content" in clean and "category" not in clean:
+            current = self.get(mid)
+            clean.update(_reclassified(current, clean))
         policy = self._policy(gate)
         if policy is not None and not bypass_gate and _GATED_FIELDS.intersection(clean):
             current = self.get(mid)

@@ -13,6 +13,8 @@ from memdb import MemoryStore, QueryPlan, RecallStatus, TypedQuery
 from memdb.classify import TAG_VERSION
 from memdb.errors import InvalidInput, NotFound
 
+from tests.cli_helpers import ok_json
+
 MEMORIES = [
     ("pref-tea", "王五喜欢喝乌龙茶，不加糖", "wangwu"),
     ("pref-en", "Wang Wu prefers dark roast coffee in the morning", "wangwu"),
@@ -235,6 +237,29 @@ def test_reclassify_dry_run_then_write(store, raw):
     assert store.get(c).category.value == "tools"
     assert store.reclassify(dry_run=True)["scanned"] == 0
     assert [h.reason for h in store.history(a)][-1] == "reclassify"
+
+
+def test_content_update_reclassifies_a_classified_memory(store, seeded, fresh_db):
+    tea = seeded["pref-tea"]
+    assert store.get(tea).tag_version == TAG_VERSION
+    m = store.update(tea, content="不能把密钥提交到git仓库里")
+    assert (m.category.value, m.tag_version) == ("system", TAG_VERSION)
+    assert m.uri == f"mem://wangwu/system/{tea}"
+    # an explicit category is the caller's: it survives new content
+    explicit = str(store.add("Phoenix uses vim keybindings", subject="wangwu",
+                             category="tools").id)
+    m = store.update(explicit, content="王五喜欢喝乌龙茶和红茶")
+    assert (m.category.value, m.tag_version) == ("tools", None)
+    # content with a category: the given category wins and is explicit from now on
+    m = store.update(tea, content="I prefer green tea", category="general")
+    assert (m.category.value, m.tag_version) == ("general", None)
+    m = store.update(tea, content="Never deploy on Fridays")
+    assert m.category.value == "general"  # explicit now: not re-classified
+    # the CLI goes through the same path
+    out = ok_json(fresh_db, "update", seeded["pref-en"], "--no-gate",
+                  "--content", "Always run the tests before you deploy")
+    assert (out["category"], out["tag_version"]) == ("system", TAG_VERSION)
+    assert out["uri"] == f"mem://wangwu/system/{seeded['pref-en']}"
 
 
 def test_timedelta_stats_window(store, seeded):

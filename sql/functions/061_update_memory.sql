@@ -8,7 +8,8 @@
 -- the memory without one (the old vector described the old text; it is then queued for
 -- re-embedding, see MemoryStore.reembed). The version increments
 -- and a history row is written by triggers. A new category is an explicit one: the
--- classification's tag_version is cleared.
+-- classification's tag_version is cleared, unless tag_version is given with it (a category
+-- re-classified from new content by memdb.classify, as MemoryStore.update does).
 CREATE OR REPLACE FUNCTION memdb.update_memory(p_tenant text, p_id uuid, p_changes jsonb,
                                                p_embedding vector DEFAULT NULL,
                                                p_space_id integer DEFAULT NULL)
@@ -25,7 +26,7 @@ BEGIN
     FOR k IN SELECT jsonb_object_keys(p_changes) LOOP
         IF k NOT IN ('content', 'search_context', 'kind', 'category', 'agent', 'norm_key',
                      'importance', 'confidence', 'source_type', 'source_id', 'metadata',
-                     'tags', 'expires_at', 'ttl_seconds') THEN
+                     'tags', 'expires_at', 'ttl_seconds', 'tag_version') THEN
             RAISE EXCEPTION 'memory field "%" cannot be updated', k USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END LOOP;
@@ -34,7 +35,8 @@ BEGIN
         search_context = CASE WHEN p_changes ? 'search_context' THEN p_changes ->> 'search_context' ELSE m.search_context END,
         kind           = CASE WHEN p_changes ? 'kind' THEN p_changes ->> 'kind' ELSE m.kind END,
         category       = CASE WHEN p_changes ? 'category' THEN p_changes ->> 'category' ELSE m.category END,
-        tag_version    = CASE WHEN p_changes ? 'category' THEN NULL ELSE m.tag_version END,
+        tag_version    = CASE WHEN p_changes ? 'tag_version' THEN (p_changes ->> 'tag_version')::integer
+                              WHEN p_changes ? 'category' THEN NULL ELSE m.tag_version END,
         agent          = CASE WHEN p_changes ? 'agent' THEN p_changes ->> 'agent' ELSE m.agent END,
         norm_key       = CASE WHEN p_changes ? 'norm_key' THEN p_changes ->> 'norm_key' ELSE m.norm_key END,
         importance     = CASE WHEN p_changes ? 'importance' THEN (p_changes ->> 'importance')::real ELSE m.importance END,

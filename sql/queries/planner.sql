@@ -6,7 +6,7 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
        m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
        m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
-       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding,
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status, m.tag_version,
        h.rank, h.score, h.fused, h.multiplier, h.routes, h.fallback, h.notes
 FROM memdb.search_planned(%(tenant)s, %(plan)s, %(embeddings)b, %(k)s, %(filter)s, %(options)s) h
 LEFT JOIN memdb.memories m ON m.id = h.id

@@ -5,7 +5,7 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
        m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
        m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
-       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status,
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status, m.tag_version,
        h.rank, h.score, h.fused, h.multiplier, h.vector_rank, h.vector_score, h.bm25_rank,
        h.bm25_score, h.exact_rank, h.exact_score, h.mmr_score
 FROM memdb.search_hybrid(%(tenant)s, %(query)s, %(embedding)s, %(k)s, %(filter)s, %(options)s) h

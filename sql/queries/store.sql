@@ -18,7 +18,8 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
        m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
        m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
-       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status,
+       m.tag_version
 FROM memdb.memories m
 WHERE m.tenant = %(tenant)s AND m.id = %(id)s
   AND (m.expires_at IS NULL OR m.expires_at > now());
@@ -28,7 +29,8 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
        m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
        m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
-       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status,
+       m.tag_version
 FROM memdb.list_memories(%(tenant)s, %(filter)s, %(limit)s, %(offset)s) m;
 
 -- name: update_memory
