@@ -73,7 +73,10 @@ def run(k: int, dsn: str | None, backstops: dict[str, float]) -> dict:
     qvecs = embedder.embed_queries([q["query"] for q in queries])
     embed_s = time.perf_counter() - t0
     rows: dict[str, dict] = {}
-    with scratch_database(dsn) as scratch, MemoryStore(scratch, embedder=embedder, gate=None) as store:
+    # gate=None: the labeled memories are a fixed snapshot (sourceless on purpose), not writes
+    # the default gate should judge
+    with scratch_database(dsn) as scratch, \
+            MemoryStore(scratch, embedder=embedder, gate=None) as store:
         store.trace_recall = False
         results = store.add_many([{"content": m["content"], "subject": SUBJECT,
                                    "created_at": now - timedelta(days=m["age_days"])}

@@ -74,7 +74,10 @@ def run(path: Path, ks: list[int], limit: int | None, backstops: list[float]) ->
     rows: dict[str, dict] = {}
     categories: dict[str, int] = {}
     intents: dict[str, int] = {}
-    with scratch_database(None) as scratch, MemoryStore(scratch, embedder=embedder, gate=None) as store:
+    # gate=None: every turn is stored, as `memdb eval locomo` does (the default gate would
+    # refuse hedged or sourceless turns and the questions' evidence with them)
+    with scratch_database(None) as scratch, \
+            MemoryStore(scratch, embedder=embedder, gate=None) as store:
         store.trace_recall = False
         dia: dict = {}
         for _, items in inputs:

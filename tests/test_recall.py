@@ -12,7 +12,6 @@ import pytest
 from memdb import MemoryStore, QueryPlan, RecallStatus, TypedQuery
 from memdb.classify import TAG_VERSION
 from memdb.errors import InvalidInput, NotFound
-
 from tests.cli_helpers import ok_json
 
 MEMORIES = [
