@@ -13,9 +13,10 @@ configuration, same snapshot, same k:
 - ``+hotness``: the same plus hotness (weight 0.3, never on system); recall's defaults leave
   hotness off (it lowered recall@5 on both sets).
 
-Scoped rows run once per ``--backstops`` weight: 0 is strict (the all-categories route only
-as the fallback when a route finds nothing), 4 is recall's default (the all-categories route
-always runs beside the scoped ones, at four times their weight). ``EVAL_WITH_GENERAL=0/1``
+Scoped rows run once per ``--backstops`` weight (default: recall's, memdb.recall.
+DEFAULT_BACKSTOP = 6, the all-categories route always running beside the scoped ones at six
+times their weight); 0 is strict (the all-categories route only as the fallback when a route
+finds nothing). ``EVAL_WITH_GENERAL=0/1``
 overrides whether scoped queries also search 'general' (recall's default: yes).
 
 Reports intent accuracy, scope hit (the expected memory's category is among those searched),
@@ -47,6 +48,7 @@ from memdb.embeddings import embedder_from_env  # noqa: E402
 from memdb.evaluation._metrics import percentile  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.planner import heuristic_plan  # noqa: E402
+from memdb.recall import DEFAULT_BACKSTOP  # noqa: E402
 
 SUBJECT = "me"
 # EVAL_WITH_GENERAL=0/1 overrides recall's default (memdb.recall.WITH_GENERAL)
@@ -182,7 +184,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--dsn", default=os.environ.get("MEMDB_DSN"))
-    parser.add_argument("--backstops", default="0,4",
+    parser.add_argument("--backstops", default=f"{DEFAULT_BACKSTOP:g}",
                         help="Comma-separated backstop weights to compare (0 = strict).")
     parser.add_argument("--json", default=str(HERE / "results" / "intent_ablation.json"))
     args = parser.parse_args()

@@ -10,8 +10,8 @@ would be. Every question then runs, same snapshot, same k, as:
 - ``+planner``: the heuristic intent plan;
 - ``+planner+hotness``: the same with hotness 0.3 (as of the conversation's last session);
 
-scoped rows with ``backstop`` 0 (strict) and 1 (recall's default is 4). Prints recall@5/10, MRR,
-empty rate, degraded rate and latency, and writes JSON to
+scoped rows once per ``--backstops`` weight (default: recall's, 6; 0 = strict). Prints
+recall@5/10, MRR, empty rate, degraded rate and latency, and writes JSON to
 benchmarks/results/locomo_planned.json.
 
     python benchmarks/eval_locomo_planned.py [PATH] [--limit N] [--k 5,10]
@@ -38,6 +38,7 @@ from memdb.evaluation._metrics import score_question, summarize  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.evaluation.locomo import memory_inputs  # noqa: E402
 from memdb.planner import heuristic_plan  # noqa: E402
+from memdb.recall import DEFAULT_BACKSTOP  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from eval_intent import scope_plan  # noqa: E402
@@ -138,7 +139,7 @@ def main() -> None:
     parser.add_argument("path", nargs="?", default=str(DEFAULT_PATH))
     parser.add_argument("--k", default="5,10")
     parser.add_argument("--limit", type=int, help="Only the first N conversations.")
-    parser.add_argument("--backstops", default="0,4",
+    parser.add_argument("--backstops", default=f"{DEFAULT_BACKSTOP:g}",
                         help="Comma-separated backstop weights to compare (0 = strict).")
     parser.add_argument("--json", default=str(HERE / "results" / "locomo_planned.json"))
     args = parser.parse_args()

@@ -52,6 +52,11 @@ def test_recall_trace_stats_classify(fresh_db):
     res = ok_json(fresh_db, "recall", "王五喜欢喝什么茶", "--subject", "wangwu", "-k", "2")
     assert res["status"] in ("ok", "degraded") and res["hits"][0]["memory"]["id"] == added["id"]
     assert res["plan"]["intent"] == "preference_query" and res["trace_id"]
+    # scoped routes search 'general' too unless --no-general
+    assert res["notes"]["routes"][0]["categories"] == ["preferences", "general"]
+    narrow = ok_json(fresh_db, "recall", "王五喜欢喝什么茶", "--subject", "wangwu", "-k", "2",
+                     "--no-general", "--no-trace")
+    assert narrow["notes"]["routes"][0]["categories"] == ["preferences"]
     text = run(fresh_db, "recall", "量子纠错码", "--subject", "nobody").output
     assert "status no_relevant_memory" in text
 

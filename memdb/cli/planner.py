@@ -57,16 +57,19 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
               help="Hotness weight, 0 to 1 (default 0: off); never applied to system.")
 @click.option("--backstop", type=float,
               help="Weight of the all-categories route beside the scoped ones, 0-10 "
-                   "(default 4; 0 = only as the fallback).")
+                   "(default 6; 0 = only as the fallback).")
+@click.option("--no-general", is_flag=True,
+              help="Scoped queries leave out 'general' (memories no rule could place).")
 @click.option("--no-trace", is_flag=True, help="Do not write a retrieval trace.")
 @json_option
-def recall(query: str, k: int, hotness: float | None, backstop: float | None, no_trace: bool,
-           as_json: bool, **filters: Any) -> None:
+def recall(query: str, k: int, hotness: float | None, backstop: float | None,
+           no_general: bool, no_trace: bool, as_json: bool, **filters: Any) -> None:
     """Planned search: decide where to look, search there, never silently miss.
 
     Prints the status (ok, no_relevant_memory, degraded and why), the plan and the hits.
     """
     res = store().recall(query, k=k, hotness=hotness, backstop=backstop,
+                         with_general=False if no_general else None,
                          trace=False if no_trace else None, **filter_args(filters))
     if as_json:
         emit_json({"query": query, **res.to_dict()})
