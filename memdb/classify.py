@@ -31,7 +31,7 @@ __all__ = ["TAG_VERSION", "TYPE_MAP", "RULES", "Classification", "classify", "ca
            "uri_prefix"]
 
 # Bump when RULES or TYPE_MAP change in a way that moves memories.
-TAG_VERSION = 1
+TAG_VERSION = 2  # 2: epistemic 'must' (must have been, must be so...) is not a rule
 
 TYPE_MAP: dict[str, Category] = {
     "rule": Category.SYSTEM, "policy": Category.SYSTEM, "constraint": Category.SYSTEM,
@@ -48,6 +48,17 @@ TYPE_MAP: dict[str, Category] = {
 }
 
 
+# "must" as a guess, not an obligation: "must have been", "must've", "must feel", "must be so
+# (really, such ...) <adjective>", "a must-see", "a must if/for ..." - chat is full of them
+# ("That must have been awesome!"), and as rules they would be boosted over real memories.
+_NOT_EPISTEMIC = (
+    r"(?!'ve\b|-|\s+(?:have|feel|felt|love|really|surely|also)\b"
+    r"|\s+be\s+(?:so|really|such|quite|very|pretty|super|great|nice|fun|hard|tough|awesome|"
+    r"amazing|exciting|incredible|scary|challenging|wonderful|lovely|cool|good|lucky|proud|"
+    r"tired|busy|interesting|special|difficult|crazy|sad|rough|frustrating)\b"
+    r"|\s*[.,!?]|\s*$|\s+(?:if|for)\b)\b")
+
+
 def _rx(*parts: str) -> re.Pattern[str]:
     return re.compile("|".join(parts), re.IGNORECASE)
 
@@ -61,7 +72,8 @@ RULES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
         r"(请|要)?(始终|总是|一直)(用|使用|以|回答|回复)", r"回答(时|用|要)", r"回复(时|用)")),
     (Category.SYSTEM, "system.en", _rx(
         r"^\s*(always|never|do not|don't|must|please always|please never)\b",
-        r"\b(must|must not|mustn't|shall not|is not allowed|are not allowed|is forbidden|"
+        r"\bmust" + _NOT_EPISTEMIC,
+        r"\b(mustn't|shall not|is not allowed|are not allowed|is forbidden|"
         r"are forbidden|is prohibited|not permitted)\b",
         r"\bnever (commit|share|expose|push|reveal|store|log|paste|upload|delete|use|run)\b",
         r"\b(rule|policy|guideline)s?\s*:", r"\balways (answer|reply|respond|use|write)\b")),

@@ -48,6 +48,13 @@ from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
     ("李四是前端工程师", "entities"),
     ("Phoenix is a billing project owned by Li Si", "entities"),
     ("ok", "general"),
+    ("API keys must be rotated every 90 days", "system"),   # deontic must
+    ("You must not deploy on Fridays", "system"),
+    ("You must run the tests before merging", "system"),
+    ("Melanie: That must have been awesome!", "general"),   # epistemic must: a guess
+    ("Wow, that must've been breathtaking", "general"),
+    ("That must be so exciting for you", "general"),
+    ("The night market? A must-see!", "general"),
 ])
 def test_keyword_rules(text, category):
     found = classify(text)
