@@ -1,28 +1,18 @@
 -- memdb.known_chunks(p_tenant text, p_document jsonb, p_texts text[], p_contexts text[],
 --                    p_space_id integer) -> SETOF integer
--- Which chunks (1-based positions in p_texts) need no new vector: a current memory with the
--- same normalized text already exists in the document's scope (p_document: uri, subject,
--- scope, project_id, session_id) with a vector in space p_space_id, and it is not one of this
--- document's own memories whose search context (p_contexts[i]) changed. memdb.ingest_document
--- will reuse those memories, so the caller embeds only the rest. One index probe per chunk
--- (memdb.current_memory_id).
+-- Which chunks (1-based positions in p_texts) need no new vector: one document's case of
+-- memdb.known_chunks_batch (p_document: uri, subject, scope, project_id, session_id;
+-- p_contexts[i] is chunk i's search context).
 CREATE OR REPLACE FUNCTION memdb.known_chunks(p_tenant text, p_document jsonb, p_texts text[],
                                               p_contexts text[], p_space_id integer)
 RETURNS SETOF integer
 LANGUAGE sql STABLE
 AS $$
-    SELECT t.ord::integer
-    FROM unnest(p_texts, p_contexts) WITH ORDINALITY AS t(content, context, ord)
-    CROSS JOIN LATERAL (
-        SELECT memdb.current_memory_id(p_tenant, coalesce(p_document ->> 'subject', 'default'),
-                                       coalesce(p_document ->> 'scope', 'user'),
-                                       p_document ->> 'project_id', p_document ->> 'session_id',
-                                       memdb.content_hash(t.content)) AS id
-    ) x
-    JOIN memdb.memories m ON m.id = x.id
-    LEFT JOIN memdb.documents d ON d.id = m.document_id
-    WHERE m.embedding IS NOT NULL AND m.space_id = p_space_id
-      AND (d.uri IS DISTINCT FROM p_document ->> 'uri'
-           OR m.search_context IS NOT DISTINCT FROM t.context)
+    SELECT k.chunk
+    FROM memdb.known_chunks_batch(
+             p_tenant,
+             jsonb_build_array(p_document || jsonb_build_object('texts', to_jsonb(p_texts),
+                                                                'contexts', to_jsonb(p_contexts))),
+             p_space_id) k
     ORDER BY 1
 $$;
