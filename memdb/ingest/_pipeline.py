@@ -1,10 +1,13 @@
-"""The ingest run: discover → read and hash → skip unchanged → extract → chunk → embed the
-chunks whose text is new (batched across documents, retried with backoff) → write each
-document with one call of ``memdb.ingest_document`` → prune.
+"""The ingest run: discover → read and hash → skip unchanged → extract → chunk → ask the
+database which chunks it already holds (one ``memdb.known_chunks_batch`` call per group of
+documents) → embed the chunks whose text is new (batched across documents, each distinct text
+once, retried with backoff) → write the batch with one call of ``memdb.ingest_documents`` →
+prune.
 
-Documents are written in batches: one transaction per embedding batch, one savepoint per
-document, so a failing document is reported and rolled back alone while a search sees each
-document's old chunks or its new ones, never a mix.
+Documents are written in batches, one transaction and one set-based SQL call per embedding
+batch, so a search sees each document's old chunks or its new ones, never a mix. If the batch
+call fails, the batch is rolled back to its savepoint and its documents are written one by one,
+each in its own savepoint, so a failing document is reported and rolled back alone.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = ["IngestSettings", "run_ingest"]
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 _RETRY_STATES = ("40001", "40P01")
+_WRITE_CHUNKS = 4096  # most chunks in one write, when few of them need embedding
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class _Prepared:
     encoding: str | None
     vectors: list[np.ndarray | None] = field(default_factory=list)
     to_embed: list[int] = field(default_factory=list)  # chunk indexes needing a vector
+    embedded: int = 0  # texts this document added to an embedding call
 
 
 def _context(title: str | None, path: Sequence[str]) -> str | None:
@@ -209,27 +214,31 @@ class _Run:
                   "parent_end": c.parent_end, "tokens": c.tokens} for c in chunks]
         return _Prepared(source, document, chunks, items, old is not None, encoding)
 
-    def plan_embeddings(self, prepared: _Prepared) -> None:
-        """Which chunks need a vector: not those whose text the scope already holds."""
-        known: set[int] = set()
+    def plan_embeddings(self, group: list[_Prepared]) -> None:
+        """Which chunks need a vector: not those whose text the scope already holds (one
+        query for the whole group), nor repeats of a text earlier in the same document."""
+        if not group:
+            return
         started = time.perf_counter()
         with self.store._transaction() as conn:
-            rows = conn.execute(_sql.query("known_chunks"), {
+            rows = conn.execute(_sql.query("known_chunks_batch"), {
                 "tenant": self.store.tenant,
-                "document": Jsonb({k: prepared.document[k] for k in
-                                   ("uri", "subject", "scope", "project_id", "session_id")}),
-                "texts": [i["content"] for i in prepared.items],
-                "contexts": [i["search_context"] for i in prepared.items],
+                "documents": Jsonb([{
+                    **{k: p.document[k] for k in
+                       ("uri", "subject", "scope", "project_id", "session_id")},
+                    "texts": [i["content"] for i in p.items],
+                    "contexts": [i["search_context"] for i in p.items]} for p in group]),
                 "space_id": self.space_id()}).fetchall()
-            known = {r["ord"] - 1 for r in rows}
         self.report.db_seconds += time.perf_counter() - started
-        seen: set[tuple[str, str | None]] = set()
-        for n, item in enumerate(prepared.items):
-            key = (item["content"], item["search_context"])
-            if n not in known and key not in seen:
-                prepared.to_embed.append(n)
-            seen.add(key)
-        prepared.vectors = [None] * len(prepared.items)
+        known: set[tuple[int, int]] = {(r["doc"] - 1, r["chunk"] - 1) for r in rows}
+        for d, prepared in enumerate(group):
+            seen: set[tuple[str, str | None]] = set()
+            for n, item in enumerate(prepared.items):
+                key = (item["content"], item["search_context"])
+                if (d, n) not in known and key not in seen:
+                    prepared.to_embed.append(n)
+                seen.add(key)
+            prepared.vectors = [None] * len(prepared.items)
 
     # -- embedding and writing -------------------------------------------------------------
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -251,7 +260,7 @@ class _Run:
         context = item["search_context"]
         return f"{context}\n{item['content']}" if context else item["content"]
 
-    def _fill(self, prepared: _Prepared, vectors: np.ndarray) -> None:
+    def _fill(self, prepared: _Prepared, vectors: Sequence[np.ndarray]) -> None:
         by_text: dict[tuple[str, str | None], np.ndarray] = {}
         for n, vec in zip(prepared.to_embed, vectors, strict=True):
             prepared.vectors[n] = vec
@@ -262,15 +271,25 @@ class _Run:
                 prepared.vectors[n] = by_text.get((item["content"], item["search_context"]))
 
     def embed(self, batch: list[_Prepared]) -> list[_Prepared]:
-        """Vectors for every batch member; members whose embedding fails are reported."""
-        texts = [self._embedding_text(p.items[n]) for p in batch for n in p.to_embed]
+        """Vectors for every batch member, each distinct text embedded once per batch;
+        members whose embedding fails are reported."""
+        texts: list[str] = []
+        index: dict[str, int] = {}
+        for p in batch:
+            fresh = 0
+            for n in p.to_embed:
+                text = self._embedding_text(p.items[n])
+                if text not in index:
+                    index[text] = len(texts)
+                    texts.append(text)
+                    fresh += 1
+            p.embedded = fresh  # what this document added to the embedding call
         started = time.perf_counter()
         try:
             matrix = self._embed(texts) if texts else np.empty((0, 0), dtype=np.float32)
-            pos = 0
             for p in batch:
-                self._fill(p, matrix[pos:pos + len(p.to_embed)])
-                pos += len(p.to_embed)
+                self._fill(p, [matrix[index[self._embedding_text(p.items[n])]]
+                               for n in p.to_embed])
             return batch
         except EmbeddingError:
             ok = []
@@ -278,6 +297,7 @@ class _Run:
                 try:
                     self._fill(p, self.store.embedder.embed_passages(
                         [self._embedding_text(p.items[n]) for n in p.to_embed]))
+                    p.embedded = len(p.to_embed)
                     ok.append(p)
                 except Exception as exc:  # noqa: BLE001
                     self._error(p.source, "embedding", f"embedding failed: {exc}",
@@ -287,33 +307,54 @@ class _Run:
             self.report.embed_seconds += time.perf_counter() - started
 
     def write(self, batch: list[_Prepared]) -> None:
+        """One ``memdb.ingest_documents`` call for the batch in a savepoint; if it fails,
+        each document on its own (a failing document is reported, the others written)."""
         if not batch:
             return
         started = time.perf_counter()
         space_id = self.space_id()
-        results: list[FileResult] = []
+        results: list[FileResult] | None = None
         with self.store._transaction() as conn:
             self.store._begin(conn, "ingest")
-            for p in batch:
-                results.append(self._write_one(conn, p, space_id))
+            if len(batch) > 1:
+                try:
+                    with conn.transaction():  # a savepoint: the singles below start clean
+                        rows = self._call(conn, batch, space_id)
+                    results = [self._result(p, row) for p, row in zip(batch, rows, strict=True)]
+                except psycopg.Error:
+                    results = None
+            if results is None:
+                results = [self._write_one(conn, p, space_id) for p in batch]
         self.report.db_seconds += time.perf_counter() - started
         for result in results:
             self._done(result)
+
+    def _call(self, conn: psycopg.Connection, batch: list[_Prepared],
+              space_id: int) -> list[dict[str, Any]]:
+        rows = conn.execute(_sql.query("ingest_documents"), {
+            "tenant": self.store.tenant, "documents": Jsonb([p.document for p in batch]),
+            "chunks": Jsonb([p.items for p in batch]),
+            "embeddings": [v for p in batch for v in p.vectors],
+            "space_id": space_id}).fetchall()
+        if len(rows) != len(batch):
+            raise AssertionError("memdb.ingest_documents returned one row per document")
+        return rows
+
+    @staticmethod
+    def _result(p: _Prepared, row: dict[str, Any]) -> FileResult:
+        return FileResult(
+            p.source.uri, "updated" if p.updating else "created",
+            format=p.document["format"], title=p.document["title"], chunks=row["chunks"],
+            created=row["created"], reused=row["reused"], removed=row["removed"],
+            embedded=p.embedded, version=row["version"], size=p.document["size"],
+            encoding=p.encoding, document_id=str(row["document_id"]))
 
     def _write_one(self, conn: psycopg.Connection, p: _Prepared, space_id: int) -> FileResult:
         for attempt in range(4):
             try:
                 with conn.transaction():  # a savepoint: this document alone rolls back
-                    row = conn.execute(_sql.query("ingest_document"), {
-                        "tenant": self.store.tenant, "document": Jsonb(p.document),
-                        "chunks": Jsonb(p.items), "embeddings": p.vectors,
-                        "space_id": space_id}).fetchone()
-                return FileResult(
-                    p.source.uri, "updated" if p.updating else "created",
-                    format=p.document["format"], title=p.document["title"], chunks=row["chunks"],
-                    created=row["created"], reused=row["reused"], removed=row["removed"],
-                    embedded=len(p.to_embed), version=row["version"], size=p.document["size"],
-                    encoding=p.encoding, document_id=str(row["document_id"]))
+                    row = self._call(conn, [p], space_id)[0]
+                return self._result(p, row)
             except psycopg.Error as exc:
                 state = getattr(exc, "sqlstate", None)
                 if state in _RETRY_STATES and attempt < 3:
@@ -323,6 +364,7 @@ class _Run:
                         try:
                             self._fill(p, self._embed([self._embedding_text(p.items[n])
                                                        for n in missing]))
+                            p.embedded += len(missing)
                         except EmbeddingError as emb:
                             return FileResult(p.source.uri, "error", error_kind="embedding",
                                               error=str(emb), size=p.document["size"])
@@ -341,9 +383,13 @@ class _Run:
         sources, prefixes = discover(items, include=include, exclude=exclude, root=root)
         if prune and not prefixes:
             raise InvalidInput("prune needs at least one folder to compare against")
+        start = getattr(self.progress, "start", None)
+        if callable(start):
+            start(len(sources))
         self.load_state([s.uri for s in sources])
-        batch: list[_Prepared] = []
-        pending = 0
+        group: list[_Prepared] = []  # chunked, not yet checked against the database
+        batch: list[_Prepared] = []  # checked, waiting to be embedded and written
+        grouped = pending = written = 0
         for source in sources:
             prepared = self.prepare(source)
             if prepared is None:
@@ -355,12 +401,21 @@ class _Run:
                     chunks=len(prepared.chunks), size=prepared.document["size"],
                     encoding=prepared.encoding))
                 continue
-            self.plan_embeddings(prepared)
-            batch.append(prepared)
-            pending += len(prepared.to_embed)
-            if pending >= self.s.embed_batch:
+            group.append(prepared)
+            grouped += len(prepared.items)
+            if grouped < self.s.embed_batch:
+                continue
+            self.plan_embeddings(group)
+            batch += group
+            pending += sum(len(p.to_embed) for p in group)
+            written += grouped
+            group, grouped = [], 0
+            # a full embedding batch, or many chunks the database already holds
+            if pending >= self.s.embed_batch or written >= _WRITE_CHUNKS:
                 self.write(self.embed(batch))
-                batch, pending = [], 0
+                batch, pending, written = [], 0, 0
+        self.plan_embeddings(group)
+        batch += group
         if batch:
             self.write(self.embed(batch))
         if prune:

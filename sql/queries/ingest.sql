@@ -6,12 +6,12 @@ SELECT d.uri, encode(d.content_hash, 'hex') AS content_hash, d.chunking, d.subje
 FROM memdb.documents d
 WHERE d.tenant = %(tenant)s AND d.uri = ANY (%(uris)s);
 
--- name: known_chunks
-SELECT memdb.known_chunks(%(tenant)s, %(document)s, %(texts)s, %(contexts)s, %(space_id)s) AS ord;
+-- name: known_chunks_batch
+SELECT doc, chunk FROM memdb.known_chunks_batch(%(tenant)s, %(documents)s, %(space_id)s);
 
--- name: ingest_document
-SELECT document_id, version, chunks, created, reused, removed
-FROM memdb.ingest_document(%(tenant)s, %(document)s, %(chunks)s, %(embeddings)b, %(space_id)s);
+-- name: ingest_documents
+SELECT ord, document_id, version, chunks, created, reused, removed
+FROM memdb.ingest_documents(%(tenant)s, %(documents)s, %(chunks)s, %(embeddings)b, %(space_id)s);
 
 -- name: remove_documents
 SELECT document_id, uri, chunks FROM memdb.remove_documents(%(tenant)s, %(uris)s);
