@@ -60,6 +60,11 @@ BEGIN
         RAISE EXCEPTION 'documents must be a JSON array and chunks an array of one array of chunks per document'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF p_embeddings IS NOT NULL AND cardinality(p_embeddings) <> (
+           SELECT coalesce(sum(jsonb_array_length(c.x)), 0) FROM jsonb_array_elements(p_chunks) c(x)) THEN
+        RAISE EXCEPTION 'embeddings must hold one vector (or NULL) per chunk'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF jsonb_array_length(p_documents) = 0 THEN
         RETURN;
     END IF;

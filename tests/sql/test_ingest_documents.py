@@ -169,14 +169,15 @@ def test_one_bad_document_fails_the_whole_call_and_writes_nothing(raw):
     assert state(raw, "t") == before
 
 
-@pytest.mark.parametrize("shape", ["twice", "lengths", "not_arrays"])
+@pytest.mark.parametrize("shape", ["twice", "lengths", "not_arrays", "vectors"])
 def test_bad_shapes_are_rejected_with_22023(raw, shape):
     sid = space(raw)
     d, c = document("kb:x", ["Some text."])
     docs, chunks = {"twice": ([d, d], [c, c]), "lengths": ([d], [c, c]),
-                    "not_arrays": ([d], [c[0]])}[shape]
+                    "not_arrays": ([d], [c[0]]), "vectors": ([d], [c])}[shape]
+    vectors = [vec("a"), vec("b")] if shape == "vectors" else None  # two for one chunk
     with pytest.raises(psycopg.Error) as info:
-        raw.execute(INGEST, ("t", Jsonb(docs), Jsonb(chunks), None, sid))
+        raw.execute(INGEST, ("t", Jsonb(docs), Jsonb(chunks), vectors, sid))
     assert info.value.sqlstate == "22023"
     assert raw.execute("SELECT count(*) FROM memdb.documents").fetchone()[0] == 0
 
