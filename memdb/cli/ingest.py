@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import click
@@ -31,11 +32,22 @@ def _categories(specs: tuple[str, ...]) -> str | dict[str, str]:
 
 
 class _Progress:
-    """A progress bar on stderr (tqdm when installed, else a counter line)."""
+    """A progress bar on stderr: files done of the files found, chunks written and their rate,
+    errors (tqdm when installed, else a counter line every 50 files)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.n, self.chunks, self.errors = enabled, 0, 0, 0
+        self.total: int | None = None
+        self._started = time.monotonic()
         self._bar: Any = None
+
+    def start(self, files: int) -> None:
+        """Called by ``ingest`` once the sources are found, before the first result."""
+        self.total, self._started = files, time.monotonic()
+
+    def _rate(self) -> float:
+        elapsed = time.monotonic() - self._started
+        return self.chunks / elapsed if elapsed > 0 else 0.0
 
     def __call__(self, result: FileResult) -> None:
         if not self.enabled:
@@ -44,24 +56,26 @@ class _Progress:
             try:
                 from tqdm import tqdm
 
-                self._bar = tqdm(unit="file", file=sys.stderr, dynamic_ncols=True,
-                                 desc="ingest")
+                self._bar = tqdm(total=self.total, unit="file", file=sys.stderr,
+                                 dynamic_ncols=True, desc="ingest")
             except ImportError:
                 self._bar = None
         self.n += 1
         self.chunks += result.chunks if result.status in ("created", "updated") else 0
         self.errors += result.status == "error"
         if self._bar is not None:
-            self._bar.set_postfix(chunks=self.chunks, errors=self.errors, refresh=False)
+            self._bar.set_postfix_str(f"{self.chunks} chunks, {self._rate():.1f} chunks/s, "
+                                      f"{self.errors} errors", refresh=False)
             self._bar.update(1)
-        elif self.n % 50 == 0:
-            click.echo(f"\r{self.n} files, {self.chunks} chunks, {self.errors} errors",
-                       err=True, nl=False)
+        elif self.n % 50 == 0 or self.n == self.total:
+            of = f"/{self.total}" if self.total is not None else ""
+            click.echo(f"\r{self.n}{of} files, {self.chunks} chunks ({self._rate():.1f}/s), "
+                       f"{self.errors} errors", err=True, nl=False)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
-        elif self.enabled and self.n >= 50:
+        elif self.n and (self.n >= 50 or self.n == self.total):  # a counter line was printed
             click.echo("", err=True)
 
 

@@ -9,7 +9,8 @@ back to their document, heading path and character offsets.
 ...     print(h.citation.uri, h.citation.char_start, h.parent_text[:80])
 
 :class:`Ingest` is a mixin of :class:`memdb.MemoryStore`; the database side is
-``memdb.ingest_document``, ``memdb.remove_documents`` and ``memdb.prune_documents``
+``memdb.known_chunks_batch`` and ``memdb.ingest_documents`` (one call per batch of
+documents), ``memdb.remove_documents`` and ``memdb.prune_documents``
 (``sql/functions/17*.sql``).
 """
 
@@ -80,7 +81,9 @@ class Ingest:
         folder. Problems with one source (unreadable, binary, empty, over ``max_bytes``,
         undecodable, symlink loop, outside ``root``, embedding failure) are reported in its
         :class:`FileResult`; the rest of the run goes on. ``dry_run`` reads and chunks
-        but writes and embeds nothing. ``progress`` is called with each source's result.
+        but writes and embeds nothing. ``progress`` is called with each source's result; if
+        it also has a ``start(files)`` method, that is called first with the number of
+        sources found (a progress bar's total).
         """
         from ..store import MemoryInput  # validation shared with add(); no import cycle
 
