@@ -415,6 +415,153 @@ def test_concurrent_reader_never_sees_half_a_document(fresh_db, tmp_path):
         assert len([s for s in seen if s]) >= 1
 
 
+def test_concurrent_reader_sees_each_document_of_a_batch_whole(fresh_db, tmp_path):
+    """Several documents re-ingested together (one batch, one SQL call) while a thread
+    searches: for every document, a search sees only its old chunks or only its new ones."""
+    emb = HashEmbedder()
+    folder = tmp_path / "many"
+    folder.mkdir()
+
+    def write(tag: str) -> None:
+        for d in range(4):
+            (folder / f"doc{d}.md").write_text(
+                f"# Doc {d}\n\n" + "\n\n".join(f"## Part {i}\n\nzebra {tag} doc {d} part {i}."
+                                                 for i in range(12)), encoding="utf-8")
+
+    write("old")
+    with MemoryStore(fresh_db, embedder=emb) as writer, \
+            MemoryStore(fresh_db, embedder=emb) as reader:
+        writer.ingest([folder])
+        seen: list[dict[str, set[str]]] = []
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set():
+                versions: dict[str, set[str]] = {}
+                for h in reader.search("zebra", k=100, routes=["bm25"]):
+                    versions.setdefault(h.memory.metadata["document_uri"], set()).add(
+                        "old" if " old " in h.memory.content else "new")
+                seen.append(versions)
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        try:
+            for n in range(6):
+                write("new" if n % 2 == 0 else "old")
+                assert writer.ingest([folder]).counts == {"updated": 4}
+                time.sleep(0.02)
+        finally:
+            stop.set()
+            thread.join()
+        assert seen and all(len(v) == 1 for versions in seen for v in versions.values())
+
+
+def _poison(raw: psycopg.Connection) -> None:
+    """A trigger that makes writing any memory containing POISON fail in the database."""
+    raw.execute("""CREATE FUNCTION public.poison() RETURNS trigger LANGUAGE plpgsql AS $$
+                   BEGIN RAISE EXCEPTION 'poisoned chunk'; END $$""")
+    raw.execute("""CREATE TRIGGER poison BEFORE INSERT OR UPDATE ON memdb.memories
+                   FOR EACH ROW WHEN (NEW.content LIKE '%%POISON%%')
+                   EXECUTE FUNCTION public.poison()""")
+
+
+def test_a_failing_document_in_a_batch_leaves_the_others_written_and_itself_untouched(
+        hstore, tmp_path, raw):
+    for name in "abcd":
+        (tmp_path / f"{name}.md").write_text(f"# {name}\n\nDocument {name}, first version.",
+                                             encoding="utf-8")
+    assert hstore.ingest([tmp_path]).counts == {"created": 4}
+
+    def chunk_map(name: str) -> list[tuple]:
+        return raw.execute("SELECT d.version, c.position, c.memory_id FROM memdb.documents d "
+                           "JOIN memdb.document_chunks c ON c.document_id = d.id "
+                           "WHERE d.uri = %s ORDER BY c.position",
+                           (f"file://{tmp_path}/{name}.md",)).fetchall()
+
+    b_before = chunk_map("b")
+    history = raw.execute("SELECT count(*) FROM memdb.memory_history").fetchone()[0]
+    _poison(raw)
+    (tmp_path / "b.md").write_text("# b\n\nDocument b, POISON version.", encoding="utf-8")
+    (tmp_path / "c.md").write_text("# c\n\nDocument c, second version.", encoding="utf-8")
+    (tmp_path / "e.md").write_text("# e\n\nDocument e, new.", encoding="utf-8")
+    report = hstore.ingest([tmp_path])
+    by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
+    assert by_name["b.md"].status == "error" and by_name["b.md"].error_kind == "database"
+    assert "poisoned chunk" in by_name["b.md"].error
+    assert (by_name["c.md"].status, by_name["c.md"].version) == ("updated", 2)
+    assert by_name["e.md"].status == "created"
+    assert report.counts == {"error": 1, "updated": 1, "created": 1, "unchanged": 2}
+    assert chunk_map("b") == b_before  # version 1, the same chunks and memories
+    assert raw.execute("SELECT count(*) FROM memdb.memories WHERE content LIKE '%%POISON%%'"
+                       ).fetchone()[0] == 0
+    # c replaced one memory, e added one: history has exactly those rows, nothing of b's
+    assert raw.execute("SELECT count(*) FROM memdb.memory_history").fetchone()[0] == history + 3
+    assert {d.uri.rsplit("/", 1)[-1]: d.version for d in hstore.documents()} == {
+        "a.md": 1, "b.md": 1, "c.md": 2, "d.md": 1, "e.md": 1}
+
+
+def test_another_subjects_document_in_a_batch_is_forbidden_alone(fresh_db, docs):
+    emb = HashEmbedder()
+    with MemoryStore(fresh_db, embedder=emb) as alice:
+        alice.ingest([docs / "deploy.md"], subject="alice")
+    with MemoryStore(fresh_db, subject="bob", embedder=emb) as bob:
+        (docs / "bob.md").write_text("# Bob\n\nBob's own notes.", encoding="utf-8")
+        report = bob.ingest([docs / "deploy.md", docs / "bob.md", docs / "notes.txt"])
+        assert [(f.uri.rsplit("/", 1)[-1], f.status, f.error_kind) for f in report.files] == [
+            ("deploy.md", "error", "forbidden"), ("bob.md", "created", None),
+            ("notes.txt", "created", None)]
+        assert {d.uri.rsplit("/", 1)[-1] for d in bob.documents()} == {"bob.md", "notes.txt"}
+
+
+def test_documents_are_written_one_sql_call_per_batch(hstore, monkeypatch):
+    from memdb.ingest import _pipeline
+
+    calls: list[int] = []
+    original = _pipeline._Run._call
+
+    def spy(self, conn, batch, space_id):
+        calls.append(len(batch))
+        return original(self, conn, batch, space_id)
+
+    monkeypatch.setattr(_pipeline._Run, "_call", spy)
+    texts = [TextSource(f"kb:{n}", f"Fact number {n} about the billing service.")
+             for n in range(12)]
+    assert hstore.ingest(texts, embed_batch=5).counts == {"created": 12}
+    assert calls == [5, 5, 2]  # one chunk each: batches of five chunks
+    calls.clear()
+    changed = [TextSource(t.id, t.text + " Changed.") for t in texts]
+    assert hstore.ingest(changed).counts == {"updated": 12}
+    assert calls == [12]
+
+
+def test_identical_chunks_of_one_batch_are_embedded_once(hstore, raw):
+    report = hstore.ingest([TextSource("kb:1", "# FAQ\n\nThe same answer twice."),
+                            TextSource("kb:2", "# FAQ\n\nThe same answer twice.")])
+    assert report.counts == {"created": 2}
+    assert hstore.embedder.texts == ["FAQ\n# FAQ\n\nThe same answer twice."]
+    assert [f.embedded for f in report.files] == [1, 0]
+    assert raw.execute("SELECT count(*) FROM memdb.memories").fetchone()[0] == 1
+    assert raw.execute("SELECT count(*) FROM memdb.document_chunks").fetchone()[0] == 2
+
+
+def test_progress_learns_the_number_of_files_first(hstore, docs):
+    events: list[object] = []
+
+    class Progress:
+        def start(self, files: int) -> None:
+            events.append(("start", files))
+
+        def __call__(self, result) -> None:
+            events.append(result.status)
+
+    (docs / "bad.txt").write_bytes(b"\x00\x00binary\x00")
+    hstore.ingest([docs], progress=Progress())
+    assert events[0] == ("start", 4) and sorted(events[1:]) == ["created"] * 3 + ["error"]
+    events.clear()
+    hstore.ingest([docs], progress=lambda result: events.append(result.status))  # no start
+    assert sorted(events) == ["error"] + ["unchanged"] * 3
+
+
 def _minimal_pdf(pages: list[str], title: str) -> bytes:
     """A small valid PDF (one Helvetica text line per page), written by hand."""
     objects = ["<< /Type /Catalog /Pages 2 0 R >>", ""]
@@ -542,6 +689,9 @@ def test_cli_ingest_documents_search_and_remove(fresh_db, docs, monkeypatch, tmp
     assert data["counts"] == {"created": 3, "error": 1}
     assert data["seconds"]["embed"] >= 0 and data["chunks"] > 0
     assert "ingest" not in result.stderr  # --json: no progress bar
+    result = run("ingest", str(docs), "--force", "--tag", "kb", "--category", "*.txt=events")
+    assert result.exit_code == 1
+    assert "4/4" in result.stderr and "chunks/s" in result.stderr  # files of the total, rate
     (docs / "bad.txt").unlink()
     result = run("ingest", str(docs), "--prune", "--tag", "kb", "--category", "*.txt=events")
     assert result.exit_code == 0, result.output
