@@ -2,7 +2,8 @@
 embedded server), keeps its version table as public.memdb_alembic_version, compares only
 schema ``memdb`` against memdb._tables.metadata, and after any upgrade step re-applies the
 functions and triggers from sql/ (when the database is then at head: they are written for
-the newest tables)."""
+the newest tables); at head with no step, it re-applies them when the digest recorded on
+schema memdb differs from sql/'s (a newer memdb with changed functions and no new revision)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from sqlalchemy import create_engine, pool
 from alembic import context
 from memdb._tables import metadata
 from memdb.connection import resolve_dsn
-from memdb.migrations import VERSION_TABLE, apply_objects, sqlalchemy_url
+from memdb.migrations import (
+    VERSION_TABLE,
+    apply_objects,
+    installed_objects_digest,
+    objects_digest,
+    sqlalchemy_url,
+)
 
 config = context.config
 if config.config_file_name is not None and config.get_section("formatters"):
@@ -58,8 +65,10 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
             at_head = context.get_context().get_current_revision() == script.get_current_head()
-            if at_head and (any(upgraded) or config.attributes.get("memdb_always_apply_objects")):
-                apply_objects(connection.connection.driver_connection)
+            driver = connection.connection.driver_connection
+            if at_head and (any(upgraded) or config.attributes.get("memdb_always_apply_objects")
+                            or installed_objects_digest(driver) != objects_digest()):
+                apply_objects(driver)
     engine.dispose()
 
 

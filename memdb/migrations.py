@@ -2,8 +2,10 @@
 
 ``upgrade(dsn)`` is ``alembic upgrade head`` for memdb (also ``memdb migrate``); after any
 upgrade step, every function and trigger in ``sql/functions`` and ``sql/triggers`` is
-re-applied (CREATE OR REPLACE), so they always match the installed package. Table DDL lives
-in frozen, checksummed files under ``sql/schema``, one per revision.
+re-applied (CREATE OR REPLACE), so they always match the installed package. A database
+already at head gets them re-applied too when their digest (recorded on schema memdb) differs
+from the package's, so a plain ``alembic upgrade head`` also deploys function-only changes.
+Table DDL lives in frozen, checksummed files under ``sql/schema``, one per revision.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from . import _sql
 from .errors import MemdbError, NotMigrated
 
 __all__ = ["alembic_config", "upgrade", "downgrade", "current", "head", "apply_objects",
-           "apply_schema_file", "sqlalchemy_url"]
+           "apply_schema_file", "sqlalchemy_url", "objects_digest", "installed_objects_digest"]
 
 VERSION_TABLE = "memdb_alembic_version"
 
@@ -110,9 +112,33 @@ def apply_schema_file(driver_conn: Any, name: str, sha256: str) -> None:
     driver_conn.execute(data.decode("utf-8"))
 
 
+# The comment on schema memdb records which sql/ objects are installed (objects_digest), so
+# a plain `alembic upgrade head` on a database already at head still re-applies functions and
+# triggers that changed in a newer memdb release without a new revision.
+_DIGEST_PREFIX = "memdb sql objects sha256 "
+
+
+def objects_digest() -> str:
+    """sha256 over the names and bytes of every file in sql/functions and sql/triggers."""
+    digest = hashlib.sha256()
+    for path in _sql.object_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def installed_objects_digest(driver_conn: Any) -> str | None:
+    """The objects_digest recorded by the last apply_objects (None: none recorded)."""
+    row = driver_conn.execute(
+        "SELECT obj_description(to_regnamespace('memdb')::oid, 'pg_namespace')").fetchone()
+    text = row[0] if row else None
+    return text[len(_DIGEST_PREFIX):] if text and text.startswith(_DIGEST_PREFIX) else None
+
+
 def apply_objects(driver_conn: Any) -> None:
-    """(Re-)create every function and trigger from sql/ inside the current transaction."""
+    """(Re-)create every function and trigger from sql/ inside the current transaction, and
+    record their digest on schema memdb."""
     driver_conn.execute("SET LOCAL check_function_bodies = off")
     for path in _sql.object_files():
         driver_conn.execute(path.read_text(encoding="utf-8"))
     driver_conn.execute("SET LOCAL check_function_bodies = on")
+    driver_conn.execute(f"COMMENT ON SCHEMA memdb IS '{_DIGEST_PREFIX}{objects_digest()}'")

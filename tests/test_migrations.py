@@ -37,6 +37,8 @@ from memdb.migrations import (
     current,
     downgrade,
     head,
+    installed_objects_digest,
+    objects_digest,
     sqlalchemy_url,
     upgrade,
 )
@@ -325,6 +327,32 @@ def _new_database(server_dsn: str, name: str) -> str:
     params = conninfo_to_dict(server_dsn)
     params["dbname"] = name
     return make_conninfo(**params)
+
+
+@pytest.mark.skipif(not (ROOT / "alembic.ini").exists(), reason="needs the source checkout")
+def test_plain_alembic_upgrade_at_head_redeploys_changed_functions(empty_db):
+    """A database at head whose functions are older than sql/ (a newer memdb release that
+    changed a function without a new revision) gets them from a plain `alembic upgrade head`;
+    one whose recorded digest matches is left alone."""
+    assert _alembic_cli(empty_db, "upgrade", "head").returncode == 0
+    with psycopg.connect(empty_db) as conn:
+        assert installed_objects_digest(conn) == objects_digest()
+    body = "SELECT to_regprocedure('memdb.normalize_text(text)')::oid"
+    original = _scalar(empty_db, f"SELECT prosrc FROM pg_proc WHERE oid = ({body})")
+    stale = ("CREATE OR REPLACE FUNCTION memdb.normalize_text(p_text text) RETURNS text"
+             " LANGUAGE sql IMMUTABLE AS $$ SELECT lower(p_text) $$")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(stale)  # the digest still matches: nothing to redeploy
+    assert _alembic_cli(empty_db, "upgrade", "head").returncode == 0
+    assert "lower(p_text)" in _scalar(empty_db, f"SELECT prosrc FROM pg_proc WHERE oid = ({body})")
+    with psycopg.connect(empty_db, autocommit=True) as conn:  # as an older release left it
+        conn.execute("COMMENT ON SCHEMA memdb IS 'memdb sql objects sha256 0000'")
+    proc = _alembic_cli(empty_db, "upgrade", "head")
+    assert proc.returncode == 0, proc.stderr
+    assert _scalar(empty_db, f"SELECT prosrc FROM pg_proc WHERE oid = ({body})") == original
+    with psycopg.connect(empty_db) as conn:
+        assert installed_objects_digest(conn) == objects_digest()
+    assert current(empty_db) == head()
 
 
 def _drop_database(server_dsn: str, name: str) -> None:
