@@ -44,21 +44,22 @@ from .search import DEFAULT_OPTIONS, SearchOptions, SearchResults
 __all__ = ["RecallMixin", "RecallResults", "RecallStatus", "RECALL_OPTIONS", "DEFAULT_BACKSTOP"]
 
 # recall starts from the tuned search options. Hotness (never applied to 'system') is an
-# option, off by default: at weight 0.3 it lowered recall@5 by 0.6 points on both the labeled
-# set and LoCoMo (benchmarks/eval_intent.py, eval_locomo_planned.py); pass hotness=0.3.
+# option, off by default: at weight 0.3 it gained no recall@5 on the labeled set or LoCoMo and
+# cost MRR (labeled 72.7 -> 70.9; benchmarks/eval_intent.py, eval_locomo_planned.py); pass
+# hotness=0.3.
 RECALL_OPTIONS = DEFAULT_OPTIONS
 # Weight of the all-categories route that always runs beside the scoped ones (0 = only as
 # the fallback; typed queries weigh at most 1), and whether scoped queries also look at
-# 'general' (the memories no rule could place). Measured in one run each (k = 5, R@5 against
-# flat hybrid; benchmarks/eval_intent.py, eval_locomo_planned.py; the LoCoMo turns are
-# classified at write and 54 % land in 'general'):
-#   backstop 4, no general: LoCoMo scope -0.2, planner -0.0; labeled scope +1.8, planner +3.0
-#   backstop 6, general:    LoCoMo scope +0.4, planner +0.2; labeled scope +1.8, planner +2.4
-#   backstop 8, general:    LoCoMo scope +0.1; labeled planner +2.4 but MRR 68.6 (72.5 at 6)
-#   backstop 3, general:    LoCoMo planner -1.6
-# so 6 with 'general': the only setting tried where neither scoping row loses recall on
-# either set. A lower backstop lets the scoped routes pull their category's memories above
-# better answers elsewhere; a higher one leaves flat search's order (and its MRR) untouched.
+# 'general' (the memories no rule could place). Measured (k = 5, recall@5 against flat hybrid
+# in the same run; benchmarks/eval_intent.py and eval_locomo_planned.py, whose turns are
+# classified at write, 56 % into 'general'):
+#   labeled set, backstop 6 with general: scope +1.8, planner +2.4 (4: +1.8 / +3.0; 8: MRR
+#   falls to flat's)
+#   LoCoMo, backstops 6, 8, 10 with or without general: scope and planner 0.1-0.3 below flat,
+#   every difference a swap between ranks 5 and 6 (3 questions gained, 4 lost at 10);
+#   backstop 3 with general: planner -1.6 (measured before classify's TAG_VERSION 2).
+# A lower backstop lets the scoped routes pull their category above better answers elsewhere;
+# a higher one leaves flat search's order (and its MRR) nearly untouched.
 DEFAULT_BACKSTOP = 6.0
 WITH_GENERAL = True
 _MAX_K = 1000
