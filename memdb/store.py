@@ -403,7 +403,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
             clean.update(_reclassified(current, clean))
         policy = self._policy(gate)
         if policy is not None and not bypass_gate and _GATED_FIELDS.intersection(clean):
-            current = self.get(mid)
+            current = current or self.get(mid)
             self._check_update(policy, current, clean)
         vector = None
         if embedding is not None:

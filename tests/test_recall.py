@@ -254,6 +254,16 @@ def test_content_update_reclassifies_a_classified_memory(store, seeded, fresh_db
     assert (m.category.value, m.tag_version) == ("general", None)
     m = store.update(tea, content="Never deploy on Fridays")
     assert m.category.value == "general"  # explicit now: not re-classified
+    # tag_version is not the caller's to set, from Python or SQL; a refused update changes nothing
+    before = store.get(tea)
+    with pytest.raises(InvalidInput, match="tag_version"):
+        store.update(tea, content="我喜欢红茶", tag_version=1)
+    with psycopg.connect(fresh_db) as conn, pytest.raises(psycopg.errors.InvalidTextRepresentation):
+        conn.execute("SELECT memdb.update_memory('default', %s, "
+                     "'{\"category\": \"tools\", \"tag_version\": \"x\"}')", (tea,))
+    after = store.get(tea)
+    assert (after.content, after.category, after.version) == (
+        before.content, before.category, before.version)
     # the CLI goes through the same path
     out = ok_json(fresh_db, "update", seeded["pref-en"], "--no-gate",
                   "--content", "Always run the tests before you deploy")
