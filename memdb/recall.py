@@ -5,7 +5,10 @@ classification backfill. A mixin, so the store's own module stays small.
 ``store.recall(query, k)`` asks the planner where to look (:mod:`memdb.planner`), embeds the
 query and the plan's texts in one batch, and makes one round trip to ``memdb.search_planned``
 (each typed query inside its categories, weighted RRF, hotness except on ``system``, the
-all-categories fallback when a route finds nothing or fails). The results carry a status:
+all-categories fallback when a route finds nothing or fails). By default the result is
+anchored: it holds exactly the memories the flat search returns at k, in the plan's order
+(``anchor=False`` lets a scoped route pull in memories flat ranked lower). The results carry
+a status:
 
 * ``ok``: the plan ran as planned and found memories;
 * ``no_relevant_memory``: every route ran without error (the fallback across all categories
@@ -41,27 +44,31 @@ from .planner import Planner, QueryPlan
 from .redact import redact
 from .search import DEFAULT_OPTIONS, SearchOptions, SearchResults
 
-__all__ = ["RecallMixin", "RecallResults", "RecallStatus", "RECALL_OPTIONS", "DEFAULT_BACKSTOP"]
+__all__ = ["RecallMixin", "RecallResults", "RecallStatus", "RECALL_OPTIONS", "DEFAULT_BACKSTOP",
+           "WITH_GENERAL", "ANCHOR"]
 
 # recall starts from the tuned search options. Hotness (never applied to 'system') is an
 # option, off by default: at weight 0.3 it gained no recall@5 on the labeled set or LoCoMo and
 # cost MRR (labeled 72.7 -> 70.9; benchmarks/eval_intent.py, eval_locomo_planned.py); pass
 # hotness=0.3.
 RECALL_OPTIONS = DEFAULT_OPTIONS
-# Weight of the all-categories route that always runs beside the scoped ones (0 = only as
-# the fallback; typed queries weigh at most 1), and whether scoped queries also look at
-# 'general' (the memories no rule could place). Measured (k = 5, recall@5 against flat hybrid
-# in the same run; benchmarks/eval_intent.py and eval_locomo_planned.py, whose turns are
-# classified at write, 56 % into 'general'):
-#   labeled set, backstop 6 with general: scope +1.8, planner +2.4 (4: +1.8 / +3.0; 8: MRR
-#   falls to flat's)
-#   LoCoMo, backstops 6, 8, 10 with or without general: scope and planner 0.1-0.3 below flat,
-#   every difference a swap between ranks 5 and 6 (3 questions gained, 4 lost at 10);
-#   backstop 3 with general: planner -1.6 (measured before classify's TAG_VERSION 2).
-# A lower backstop lets the scoped routes pull their category above better answers elsewhere;
-# a higher one leaves flat search's order (and its MRR) nearly untouched.
-DEFAULT_BACKSTOP = 6.0
-WITH_GENERAL = True
+# How the scoped routes meet the flat search (measured in benchmarks/eval_intent.py and
+# eval_locomo_planned.py, k = 5, against flat hybrid in the same run; figures in the README):
+# ANCHOR: the result holds exactly the memories the flat (all-categories) search returns at k,
+#   and the plan orders them. Unanchored, a scoped route could pull a memory of its categories
+#   past the flat top k: on the labeled set (memories in clean categories) that gained recall@5,
+#   on LoCoMo's chat turns (a planned category holds the evidence 35-72 % of the time) it
+#   traded about as many questions won as lost at rank 5, so recall@5 fell below flat by a
+#   question or two. Anchored, recall@k equals flat's by construction and the plan's
+#   knowledge shows as ordering (MRR). recall(anchor=False) restores the pull.
+# DEFAULT_BACKSTOP: weight of the all-categories route beside the typed ones (at most 1 each);
+#   0 = only as the fallback (and as the anchor).
+# WITH_GENERAL: whether scoped queries also search 'general' (the memories no rule placed).
+#   Off: with it, a scoped route covers most chat turns under a second, filler-stripped query
+#   text and reshuffled LoCoMo's order (MRR below flat); without it, MRR rose on both sets.
+ANCHOR = True
+DEFAULT_BACKSTOP = 3.0
+WITH_GENERAL = False
 _MAX_K = 1000
 
 
@@ -133,7 +140,7 @@ class RecallMixin:
                plan: QueryPlan | dict[str, Any] | str | None = None,
                options: SearchOptions | None = None, hotness: float | None = None,
                backstop: float | None = None, with_general: bool | None = None,
-               embedding: Any = None, trace: bool | None = None,
+               anchor: bool | None = None, embedding: Any = None, trace: bool | None = None,
                timeout_ms: int | None = None, **conditions: Any) -> RecallResults:
         """Planned, directory-scoped search; see the module docstring.
 
@@ -141,6 +148,8 @@ class RecallMixin:
         :data:`RECALL_OPTIONS`; hotness: its weight (0 = off); backstop: weight of the
         all-categories route (default :data:`DEFAULT_BACKSTOP`); with_general: scoped queries
         also search 'general', the unclassified memories (default :data:`WITH_GENERAL`);
+        anchor: keep exactly the flat search's top k memories and let the plan order them
+        (default :data:`ANCHOR`; False lets a scoped route pull in memories flat ranked lower);
         embedding: the query's
         precomputed vector; timeout_ms: statement timeout of the planned search (then a flat
         search is run instead and the status is degraded).
@@ -155,6 +164,8 @@ class RecallMixin:
         options_json = opts.to_json()
         options_json.pop("mmr_lambda", None)
         options_json.pop("mmr_candidates", None)
+        if anchor is not None and not isinstance(anchor, bool):
+            raise InvalidInput("anchor must be True, False or None")
         backstop = DEFAULT_BACKSTOP if backstop is None else backstop
         if isinstance(backstop, bool) or not isinstance(backstop, (int, float)) \
                 or not 0 <= backstop <= 10:
@@ -200,7 +211,9 @@ class RecallMixin:
                   "embeddings": embeddings, "k": fetch, "filter": Jsonb(flt),
                   "options": Jsonb({**options_json, "backstop_weight": float(backstop),
                                     "with_general": WITH_GENERAL if with_general is None
-                                    else bool(with_general)})}
+                                    else bool(with_general),
+                                    "anchor_k": k if (ANCHOR if anchor is None else anchor)
+                                    else 0})}
         timeout = self.recall_timeout_ms if timeout_ms is None else timeout_ms
         t0 = time.perf_counter()
         out = RecallResults()

@@ -52,8 +52,13 @@ def test_recall_trace_stats_classify(fresh_db):
     res = ok_json(fresh_db, "recall", "王五喜欢喝什么茶", "--subject", "wangwu", "-k", "2")
     assert res["status"] in ("ok", "degraded") and res["hits"][0]["memory"]["id"] == added["id"]
     assert res["plan"]["intent"] == "preference_query" and res["trace_id"]
-    # scoped routes search 'general' too unless --no-general
-    assert res["notes"]["routes"][0]["categories"] == ["preferences", "general"]
+    # scoped routes leave 'general' out unless --general; anchored at k unless --no-anchor
+    assert res["notes"]["routes"][0]["categories"] == ["preferences"]
+    assert res["notes"]["anchor_k"] == 2
+    wide = ok_json(fresh_db, "recall", "王五喜欢喝什么茶", "--subject", "wangwu", "-k", "2",
+                   "--general", "--no-anchor", "--no-trace")
+    assert wide["notes"]["routes"][0]["categories"] == ["preferences", "general"]
+    assert wide["notes"]["anchor_k"] == 0
     narrow = ok_json(fresh_db, "recall", "王五喜欢喝什么茶", "--subject", "wangwu", "-k", "2",
                      "--no-general", "--no-trace")
     assert narrow["notes"]["routes"][0]["categories"] == ["preferences"]

@@ -323,3 +323,69 @@ def test_forget_subject_erases_traces_that_returned_the_subject(store, seeded, r
     assert done.counts["retrieval_traces"] == 1
     left = raw.execute("SELECT subject, result_subjects FROM memdb.retrieval_traces").fetchall()
     assert left == [("wangwu", ["wangwu"])]
+
+
+def test_anchored_recall_holds_the_flat_top_k_and_reorders_it(store, seeded):
+    """By default (anchor) recall returns exactly the memories a flat search returns at the same
+    k, for any plan; the plan decides their order. anchor=False lets a scoped route pull a
+    memory of its categories past the flat top k."""
+    queries = ["乌龙茶", "PostgreSQL", "vim", "周报", "keys", "李四", "docker compose",
+               "coffee in the morning", "不加糖", "git"]
+    reordered = 0
+    for q in queries:
+        for k in (1, 2, 3):
+            flat = [h.memory.id for h in store.search(q, k=k, subject="wangwu")]
+            for cats in [("preferences",), ("system",), ("tools", "skills"), ("events",)]:
+                plan = QueryPlan(q, "general_chat", (TypedQuery(q, cats, "semantic", 1.0),))
+                res = store.recall(q, k=k, subject="wangwu", plan=plan, backstop=0,
+                                   trace=False)
+                got = [h.memory.id for h in res]
+                assert sorted(got) == sorted(flat), (q, k, cats)
+                assert res.notes["anchor_k"] == k
+                reordered += got != flat
+    assert reordered  # the plan does order the anchored memories
+
+    # k = 1: flat's best answer to "git" is not the editor memory; a plan scoped to tools
+    # pulls the editor in only when unanchored
+    q = "王五的 git 密钥和编辑器"
+    flat = store.search(q, k=1, subject="wangwu")
+    assert str(flat[0].memory.id) != seeded["tool"]
+    plan = QueryPlan(q, "tool_query", (TypedQuery(q, ("tools",), "semantic", 1.0),))
+    anchored = store.recall(q, k=1, subject="wangwu", plan=plan, backstop=0, trace=False)
+    assert [h.memory.id for h in anchored] == [flat[0].memory.id]
+    free = store.recall(q, k=1, subject="wangwu", plan=plan, backstop=0, anchor=False,
+                        trace=False)
+    assert str(free[0].memory.id) == seeded["tool"] and free.notes["anchor_k"] == 0
+
+
+def test_anchor_is_validated(store, seeded, raw):
+    with pytest.raises(InvalidInput, match="anchor"):
+        store.recall("茶", anchor="yes")  # type: ignore[arg-type]
+    raw.execute("SELECT set_config('memdb.tenant', 'default', false)")
+    for bad in ('"5"', "1.5", "-1", "11", "true"):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="anchor_k"):
+            raw.execute("SELECT * FROM memdb.search_planned('default', "
+                        "'{\"query\": \"茶\", \"queries\": []}', NULL, 10, '{}', "
+                        f"'{{\"routes\": [\"bm25\"], \"anchor_k\": {bad}}}')")
+
+
+def test_anchor_matches_flat_search_beyond_the_candidate_depth(store):
+    """With more matching memories than a route's candidate depth, the anchored members are
+    still exactly flat search's top k: the all-categories route uses the per-method depth that
+    search_hybrid uses at that k (with the depth of a 50-row route instead, 28 of these 80
+    searches returned a different set)."""
+    import random
+
+    vocab = ("tea coffee project meeting deploy vim config billing keys release notes weekly "
+             "report database migration test steps team manager 项目 会议 咖啡 茶 部署 数据库 "
+             "周报 测试 发布 配置 团队").split()
+    rnd = random.Random(0)
+    store.add_many([{"content": " ".join(rnd.choice(vocab) for _ in range(rnd.randint(3, 12)))
+                     + f" n0x{i}", "subject": "deep"} for i in range(220)])
+    for _ in range(40):
+        q = " ".join(rnd.sample(vocab, 3))
+        for k in (5, 10):
+            flat = [h.memory.id for h in store.search(q, k=k, subject="deep")]
+            plan = QueryPlan(q, "tool_query", (TypedQuery(q, ("tools",), "bm25", 1.0),))
+            res = store.recall(q, k=k, subject="deep", plan=plan, trace=False)
+            assert sorted(h.memory.id for h in res) == sorted(flat), (q, k)

@@ -10,6 +10,7 @@ import click
 
 from ..demo import summarize_hit
 from ..errors import InvalidInput
+from ..recall import DEFAULT_BACKSTOP
 from ._app import cli, emit_json, json_option, store
 from ._format import print_hits, short, table
 from ._shared import filter_args, filter_options
@@ -56,20 +57,28 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
 @click.option("--hotness", type=float,
               help="Hotness weight, 0 to 1 (default 0: off); never applied to system.")
 @click.option("--backstop", type=float,
-              help="Weight of the all-categories route beside the scoped ones, 0-10 "
-                   "(default 6; 0 = only as the fallback).")
-@click.option("--no-general", is_flag=True,
-              help="Scoped queries leave out 'general' (memories no rule could place).")
+              help=f"Weight of the all-categories route beside the scoped ones, 0-10 "
+                   f"(default {DEFAULT_BACKSTOP:g}; 0 = only as the fallback and the anchor).")
+@click.option("--general", "general", flag_value=True, default=None,
+              help="Scoped queries also search 'general' (memories no rule could place).")
+@click.option("--no-general", "general", flag_value=False,
+              help="Scoped queries leave out 'general' (the default).")
+@click.option("--no-anchor", is_flag=True,
+              help="Let a scoped route pull in memories the flat search ranked below k "
+                   "(default: the flat top k, ordered by the plan).")
 @click.option("--no-trace", is_flag=True, help="Do not write a retrieval trace.")
 @json_option
 def recall(query: str, k: int, hotness: float | None, backstop: float | None,
-           no_general: bool, no_trace: bool, as_json: bool, **filters: Any) -> None:
+           general: bool | None, no_anchor: bool, no_trace: bool, as_json: bool,
+           **filters: Any) -> None:
     """Planned search: decide where to look, search there, never silently miss.
 
-    Prints the status (ok, no_relevant_memory, degraded and why), the plan and the hits.
+    Returns the memories a flat search finds at k, ordered by the plan (--no-anchor lets the
+    plan's categories pull in others). Prints the status (ok, no_relevant_memory, degraded
+    and why), the plan and the hits.
     """
-    res = store().recall(query, k=k, hotness=hotness, backstop=backstop,
-                         with_general=False if no_general else None,
+    res = store().recall(query, k=k, hotness=hotness, backstop=backstop, with_general=general,
+                         anchor=False if no_anchor else None,
                          trace=False if no_trace else None, **filter_args(filters))
     if as_json:
         emit_json({"query": query, **res.to_dict()})

@@ -12,17 +12,26 @@
 --      with its strategy's route weights: semantic = the options' weights; bm25 = the vector
 --      weight halved; exact_match = the vector weight halved and the exact weight doubled.
 --      Its vector is p_embeddings[i + 1] (p_embeddings[1] when that is NULL or missing);
---   2. the all-categories route ("all": the plan's query, p_embeddings[1], the filter without
---      categories) runs with weight backstop_weight when that option is > 0, and always — with
---      weight max(backstop_weight, 1) — when a typed query returned nothing or raised an error:
---      the fallback (fallback = true), so a plan never finds less than a flat search would;
+--   2. the all-categories route ("all": the plan's query, p_embeddings[1], the caller's filter,
+--      no plan categories: the flat hybrid search, with the per-method depth search_hybrid uses at
+--      k = anchor_k, or p_k when not anchored) runs with weight backstop_weight (0 by default), and
+--      with weight max(backstop_weight, 1) when a typed query returned nothing or raised an
+--      error: the fallback (fallback = true), so a plan never finds less than a flat search;
 --   3. weighted RRF over the typed queries: fused = sum of weight_i / (rrf_k + rank_i);
 --   4. score = fused * memdb.score_multiplier(...) (hotness / decay / importance as in
---      search_hybrid, never applied to category 'system'); top p_k by score.
+--      search_hybrid, never applied to category 'system');
+--   5. anchoring (option anchor_k, default p_k; 0 = off): the all-categories route's top
+--      anchor_k memories are the first rows, ordered among themselves by score (then by their
+--      flat rank); the other candidates follow by score. With anchor_k = p_k the result holds
+--      exactly the memories a flat search returns (recall@k never drops), and the plan decides
+--      their order; with 0, the top p_k by score, so a scoped route can pull a memory of its
+--      categories past the flat search's own top k.
 -- The first row (rank 0, id NULL) always carries the notes: per route its categories,
 -- weight, row count and error (if any). Result rows carry, in routes, each route's rank,
--- fused score and per-method ranks and raw scores. MMR options are ignored here.
--- Extra options: backstop_weight in [0, 10] (default 0); with_general boolean (default false).
+-- fused score and per-method ranks and raw scores; rows are in rank order (with anchoring a
+-- row's score can be below the score of a row after it). MMR options are ignored here.
+-- Extra options: backstop_weight in [0, 10] (default 0); with_general boolean (default false);
+-- anchor_k integer in [0, p_k] (default p_k).
 -- Example: SELECT * FROM memdb.search_planned('default',
 --   '{"query": "上次那个项目", "queries": [{"text": "项目", "categories": ["entities", "events"],
 --     "strategy": "bm25", "weight": 1}]}', NULL, 5, '{"subject": "lisi"}',
@@ -43,6 +52,8 @@ DECLARE
     base jsonb;
     backstop double precision := coalesce((o ->> 'backstop_weight')::double precision, 0);
     with_general boolean := coalesce((o ->> 'with_general')::boolean, false);
+    anchor_k integer;
+    all_options jsonb;
     rrf_k double precision := coalesce((o ->> 'rrf_k')::double precision, 60);
     w_vector double precision := coalesce((o #>> '{weights,vector}')::double precision, 1);
     w_bm25 double precision := coalesce((o #>> '{weights,bm25}')::double precision, 1);
@@ -78,10 +89,18 @@ BEGIN
        OR backstop < 0 OR backstop > 10 THEN
         RAISE EXCEPTION 'option "backstop_weight" must be a number in [0, 10]' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    base := o - 'backstop_weight' - 'with_general' - 'mmr_lambda' - 'mmr_candidates' - 'decay_weight'
+    IF o ? 'anchor_k' AND jsonb_typeof(o -> 'anchor_k') <> 'number' THEN
+        RAISE EXCEPTION 'option "anchor_k" must be an integer in [0, k]' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (o ->> 'anchor_k')::numeric NOT BETWEEN 0 AND p_k
+       OR (o ->> 'anchor_k')::numeric <> trunc((o ->> 'anchor_k')::numeric) THEN
+        RAISE EXCEPTION 'option "anchor_k" must be an integer in [0, k]' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    anchor_k := coalesce((o ->> 'anchor_k')::integer, p_k);
+    base := o - 'backstop_weight' - 'with_general' - 'anchor_k' - 'mmr_lambda' - 'mmr_candidates' - 'decay_weight'
               - 'hotness_weight' - 'importance_weight' - 'half_life_days';
     PERFORM memdb.check_filter(f);
-    PERFORM memdb.check_search_options(o - 'backstop_weight' - 'with_general');
+    PERFORM memdb.check_search_options(o - 'backstop_weight' - 'with_general' - 'anchor_k');
     IF o -> 'routes' ? 'vector' AND p_embeddings[1] IS NULL THEN
         RAISE EXCEPTION 'the vector route needs a query embedding' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -140,8 +159,12 @@ BEGIN
         need_fallback := true;
     END IF;
 
-    use_all := need_fallback OR backstop > 0;
+    use_all := need_fallback OR backstop > 0 OR anchor_k > 0;
     IF use_all THEN
+        -- the same per-method candidate depth as a flat search_hybrid at k = anchor_k (or p_k),
+        -- so the anchored memories are exactly what that search returns
+        all_options := CASE WHEN base ? 'depth' THEN base ELSE base || jsonb_build_object('depth',
+                           greatest(50, 2 * CASE WHEN anchor_k > 0 THEN anchor_k ELSE p_k END)) END;
         w_all := CASE WHEN need_fallback THEN greatest(backstop, 1) ELSE backstop END;
         err := NULL;
         BEGIN
@@ -154,7 +177,7 @@ BEGIN
             INTO got, n
             FROM memdb.search_hybrid(p_tenant, p_plan ->> 'query',
                                      CASE WHEN p_embeddings IS NULL THEN NULL ELSE p_embeddings[1] END,
-                                     depth, f, base) h;
+                                     depth, f, all_options) h;
         EXCEPTION WHEN others THEN
             got := '[]'::jsonb;
             n := 0;
@@ -164,12 +187,14 @@ BEGIN
         qweights := qweights || jsonb_build_object('0', w_all);
         route_notes := route_notes || jsonb_build_object('route', 'all', 'categories', '[]'::jsonb,
             'strategy', 'semantic', 'weight', w_all, 'rows', n, 'error', err,
-            'reason', CASE WHEN need_fallback THEN 'fallback' ELSE 'backstop' END);
+            'reason', CASE WHEN need_fallback THEN 'fallback'
+                           WHEN backstop > 0 THEN 'backstop' ELSE 'anchor' END);
     END IF;
 
     RETURN QUERY SELECT NULL::uuid, 0, NULL::double precision, NULL::double precision,
                         NULL::double precision, NULL::text, NULL::jsonb, need_fallback,
-                        jsonb_build_object('routes', route_notes, 'fallback', need_fallback);
+                        jsonb_build_object('routes', route_notes, 'fallback', need_fallback,
+                                           'anchor_k', anchor_k);
     RETURN QUERY
     WITH r AS (
         SELECT * FROM jsonb_to_recordset(found_rows) AS x(
@@ -179,6 +204,7 @@ BEGIN
     ), fu AS (
         SELECT r.id,
                sum((qweights ->> r.q::text)::double precision / (rrf_k + r.rnk)) AS fused,
+               min(r.rnk) FILTER (WHERE r.q = 0) AS flat_rank,
                jsonb_object_agg(CASE WHEN r.q = 0 THEN 'all' ELSE 'q' || r.q END,
                                 jsonb_strip_nulls(jsonb_build_object(
                                     'rank', r.rnk, 'fused', r.fused,
@@ -188,16 +214,18 @@ BEGIN
         FROM r
         GROUP BY r.id
     )
-    SELECT fu.id, (row_number() OVER (ORDER BY fu.fused * mu.mult DESC, fu.id))::integer,
+    SELECT fu.id, (row_number() OVER (ORDER BY an.anchored DESC, fu.fused * mu.mult DESC,
+                                             fu.flat_rank NULLS LAST, fu.id))::integer,
            fu.fused * mu.mult, fu.fused, mu.mult, m.category, fu.routes, need_fallback, NULL::jsonb
     FROM fu
+    CROSS JOIN LATERAL (SELECT coalesce(fu.flat_rank <= anchor_k, false) AS anchored) an
     JOIN memdb.memories m ON m.id = fu.id
     LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id AND u.subject = coalesce(usage_subject, m.subject)
     CROSS JOIN LATERAL (
         SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
                                       extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult
     ) mu
-    ORDER BY fu.fused * mu.mult DESC, fu.id
+    ORDER BY an.anchored DESC, fu.fused * mu.mult DESC, fu.flat_rank NULLS LAST, fu.id
     LIMIT p_k;
 END
 $$;
