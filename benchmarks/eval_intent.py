@@ -11,12 +11,14 @@ configuration, same snapshot, same k:
   in that category (general → all), via ``store.recall`` without hotness;
 - ``+planner``: the heuristic intent planner's plan, without hotness;
 - ``+hotness``: the same plus hotness (weight 0.3, never on system); recall's defaults leave
-  hotness off (it lowered recall@5 on both sets).
+  hotness off (it lowered recall@5 on both sets);
+- ``+planner unanchored``: the plan with ``recall(anchor=False)``: scoped routes may pull
+  memories past the flat top k (anchored rows hold flat's top k, ordered by the plan).
 
 Scoped rows run once per ``--backstops`` weight (default: recall's, memdb.recall.
-DEFAULT_BACKSTOP = 6, the all-categories route always running beside the scoped ones at six
-times their weight); 0 is strict (the all-categories route only as the fallback when a route
-finds nothing). ``EVAL_WITH_GENERAL=0/1``
+DEFAULT_BACKSTOP, the weight of the all-categories route beside the scoped ones); 0 leaves it
+to the fallback (when a route finds nothing) and the anchor. Each row also counts the queries
+whose recall@k rose or fell against flat (won/lost). ``EVAL_WITH_GENERAL=0/1``
 overrides whether scoped queries also search 'general' (recall's default: yes).
 
 Reports intent accuracy, scope hit (the expected memory's category is among those searched),
@@ -97,6 +99,8 @@ def run(k: int, dsn: str | None, backstops: dict[str, float]) -> dict:
             configs[f"+scope {label}"] = ("scope", 0.0, backstop)
             configs[f"+planner {label}"] = ("planner", 0.0, backstop)
             configs[f"+planner+hotness {label}"] = ("planner", 0.3, backstop)
+            configs[f"+planner unanchored {label}"] = ("planner", 0.0, backstop, False)
+        flat_recall: list[float] = []
         for name, cfg in configs.items():
             per_q = []
             for q, vec in zip(queries, qvecs, strict=True):
@@ -107,11 +111,12 @@ def run(k: int, dsn: str | None, backstops: dict[str, float]) -> dict:
                     ms, embed_ms = 1000 * (time.perf_counter() - t1), 0.0
                     plan, status, searched = None, "n/a", ()
                 else:
-                    kind, hot, backstop = cfg
+                    kind, hot, backstop, *anchor = cfg
                     plan = scope_plan(q["query"]) if kind == "scope" else heuristic_plan(q["query"])
                     hits = store.recall(q["query"], k=k, subject=SUBJECT, embedding=vec,
                                         plan=plan, hotness=hot, backstop=backstop,
-                                        with_general=WITH_GENERAL)
+                                        with_general=WITH_GENERAL,
+                                        anchor=anchor[0] if anchor else None)
                     ms, embed_ms = hits.timings["db_ms"], hits.timings["embed_ms"]
                     status, searched = hits.status.value, plan.categories
                 ranked = [h.memory.id for h in hits]
@@ -128,6 +133,11 @@ def run(k: int, dsn: str | None, backstops: dict[str, float]) -> dict:
                     "hits": [key_of.get(i, str(i)) for i in ranked],
                 })
             rows[name] = summarize(per_q)
+            if cfg is None:
+                flat_recall = [x["recall"] for x in per_q]
+            rows[name]["won_lost_vs_flat"] = [
+                sum(x["recall"] > f + 1e-9 for f, x in zip(flat_recall, per_q, strict=True)),
+                sum(x["recall"] < f - 1e-9 for f, x in zip(flat_recall, per_q, strict=True))]
     return {"k": k, "queries": len(queries),
             "zh_queries": sum(q["lang"] == "zh" for q in queries), "memories": len(memories),
             "embed_queries_s": round(embed_s, 3), "rows": rows,
@@ -166,7 +176,8 @@ def summarize(per_q: list[dict]) -> dict:
 def table(result: dict) -> str:
     k = result["k"]
     head = (f"{'config':<25}{'intent':>7}{'scope':>7}{'top1cat':>8}{f'R@{k}':>7}{'R@5 zh':>7}"
-            f"{'R@5 en':>7}{'MRR':>7}{'empty':>7}{'degr':>6}{'p50ms':>7}{'p95ms':>7}")
+            f"{'R@5 en':>7}{'MRR':>7}{'won/lost':>9}{'empty':>7}{'degr':>6}{'p50ms':>7}"
+            f"{'p95ms':>7}")
     lines = [f"intent ablation: {result['queries']} queries ({result['zh_queries']} zh), "
              f"{result['memories']} memories, k={k}", head]
     for name, r in result["rows"].items():
@@ -175,7 +186,8 @@ def table(result: dict) -> str:
         lines.append(f"{name:<25}{ia:>7}{100 * a['scope_hit']:>7.1f}"
                      f"{100 * a['top1_category_hit']:>8.1f}{100 * a['recall@k']:>7.1f}"
                      f"{100 * r['zh']['recall@k']:>7.1f}{100 * r['en']['recall@k']:>7.1f}"
-                     f"{100 * a['mrr']:>7.1f}{100 * a['empty_rate']:>7.1f}"
+                     f"{100 * a['mrr']:>7.1f}{'{}/{}'.format(*r['won_lost_vs_flat']):>9}"
+                     f"{100 * a['empty_rate']:>7.1f}"
                      f"{100 * a['degraded_rate']:>6.1f}{a['p50_ms']:>7.1f}{a['p95_ms']:>7.1f}")
     return "\n".join(lines)
 

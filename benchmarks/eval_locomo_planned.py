@@ -9,9 +9,13 @@ would be. Every question then runs, same snapshot, same k, as:
 - ``+scope``: one typed query in the category the write-time classifier gives the question;
 - ``+planner``: the heuristic intent plan;
 - ``+planner+hotness``: the same with hotness 0.3 (as of the conversation's last session);
+- ``+planner unanchored``: the plan without anchoring (``recall(anchor=False)``): scoped routes
+  may pull memories past the flat top k;
 
-scoped rows once per ``--backstops`` weight (default: recall's, 6; 0 = strict). Prints
-recall@5/10, MRR, empty rate, degraded rate and latency, and writes JSON to
+scoped rows once per ``--backstops`` weight (default: recall's). Every row runs once per k of
+``--k`` with that k requested (recall@k of a k run, so anchoring is judged at its own k; MRR
+from the smallest k) and counts the questions whose recall@k rose or fell against flat. Prints
+recall@k, MRR, won/lost, empty rate, degraded rate and latency, and writes JSON to
 benchmarks/results/locomo_planned.json.
 
     python benchmarks/eval_locomo_planned.py [PATH] [--limit N] [--k 5,10]
@@ -72,6 +76,7 @@ def run(path: Path, ks: list[int], limit: int | None, backstops: list[float]) ->
         configs[f"+scope {label}"] = ("scope", 0.0, backstop)
         configs[f"+planner {label}"] = ("planner", 0.0, backstop)
         configs[f"+planner+hotness {label}"] = ("planner", 0.3, backstop)
+        configs[f"+planner unanchored {label}"] = ("planner", 0.0, backstop, False)
     rows: dict[str, dict] = {}
     categories: dict[str, int] = {}
     intents: dict[str, int] = {}
@@ -90,29 +95,45 @@ def run(path: Path, ks: list[int], limit: int | None, backstops: list[float]) ->
         for _, q in questions:
             intent = heuristic_plan(q.question).intent
             intents[intent] = intents.get(intent, 0) + 1
+        flat_recall: dict[int, list[float]] = {}
         for name, cfg in configs.items():
-            results, degraded = [], 0
             t_route = time.perf_counter()
-            for (conv, q), vec in zip(questions, vectors, strict=True):
+            by_k: dict[int, dict] = {}
+            for k in ks:
+                results, degraded = [], 0
+                for (conv, q), vec in zip(questions, vectors, strict=True):
+                    if cfg is None:
+                        t1 = time.perf_counter()
+                        hits = store.search(q.question, k=k, subject=conv.sample_id,
+                                            embedding=vec)
+                        ms = 1000 * (time.perf_counter() - t1)
+                    else:
+                        kind, hot, backstop, *anchor = cfg
+                        plan = (scope_plan(q.question) if kind == "scope"
+                                else heuristic_plan(q.question))
+                        hits = store.recall(q.question, k=k, subject=conv.sample_id,
+                                            embedding=vec, plan=plan, hotness=hot,
+                                            backstop=backstop, with_general=WITH_GENERAL,
+                                            anchor=anchor[0] if anchor else None,
+                                            as_of=conv.last_date)
+                        ms = hits.timings["db_ms"]
+                        degraded += hits.status.value == "degraded"
+                    ranked = [dia.get(h.memory.id, {h.memory.source_id or ""}) for h in hits]
+                    results.append(score_question(q.evidence, ranked, [k], q.category, ms))
+                block = summarize(results, [k])
+                block["degraded_rate"] = degraded / max(len(questions), 1)
+                per_q = [r.recall[k] for r in results if 1 <= r.category <= 4]
                 if cfg is None:
-                    t1 = time.perf_counter()
-                    hits = store.search(q.question, k=ks[-1], subject=conv.sample_id,
-                                        embedding=vec)
-                    ms = 1000 * (time.perf_counter() - t1)
-                else:
-                    kind, hot, backstop = cfg
-                    plan = (scope_plan(q.question) if kind == "scope"
-                            else heuristic_plan(q.question))
-                    hits = store.recall(q.question, k=ks[-1], subject=conv.sample_id,
-                                        embedding=vec, plan=plan, hotness=hot,
-                                        backstop=backstop, with_general=WITH_GENERAL,
-                                        as_of=conv.last_date)
-                    ms = hits.timings["db_ms"]
-                    degraded += hits.status.value == "degraded"
-                ranked = [dia.get(h.memory.id, {h.memory.source_id or ""}) for h in hits]
-                results.append(score_question(q.evidence, ranked, ks, q.category, ms))
-            rows[name] = summarize(results, ks)
-            rows[name]["degraded_rate"] = degraded / max(len(questions), 1)
+                    flat_recall[k] = per_q
+                block["won_lost_vs_flat"] = [
+                    sum(b > a + 1e-9 for a, b in zip(flat_recall[k], per_q, strict=True)),
+                    sum(b < a - 1e-9 for a, b in zip(flat_recall[k], per_q, strict=True))]
+                by_k[k] = block
+            first = by_k[ks[0]]
+            rows[name] = {**first, "by_k": {str(k): b for k, b in by_k.items()},
+                          "overall": {**{f"recall@{k}": by_k[k]["overall"][f"recall@{k}"]
+                                         for k in ks},
+                                      "mrr": first["overall"]["mrr"]}}
             print(f"[locomo] {name}: {time.perf_counter() - t_route:.0f} s", file=sys.stderr,
                   flush=True)
     return {"dataset": str(path), "conversations": len(convs), "questions": len(questions),
@@ -123,13 +144,16 @@ def run(path: Path, ks: list[int], limit: int | None, backstops: list[float]) ->
 def table(result: dict) -> str:
     ks = result["ks"]
     head = ("config".ljust(26) + "".join(f"{f'R@{k}':>8}" for k in ks)
-            + f"{'MRR':>8}{'empty':>8}{'degr':>8}{'p50ms':>8}{'p95ms':>8}")
+            + f"{f'MRR@{ks[0]}':>8}{'won/lost':>10}{'empty':>8}{'degr':>8}{'p50ms':>8}"
+            f"{'p95ms':>8}")
     lines = [f"LoCoMo planned ablation: {result['dataset']} ({result['conversations']} "
              f"conversations, {result['questions']} questions; categories 1-4)", head]
     for name, r in result["rows"].items():
         o = r["overall"]
         lines.append(name.ljust(26) + "".join(f"{100 * o[f'recall@{k}']:>8.1f}" for k in ks)
-                     + f"{100 * o['mrr']:>8.1f}{100 * r['empty_rate']:>8.1f}"
+                     + f"{100 * o['mrr']:>8.1f}"
+                     + f"{'{}/{}'.format(*r['won_lost_vs_flat']):>10}"
+                     + f"{100 * r['empty_rate']:>8.1f}"
                      f"{100 * r['degraded_rate']:>8.1f}{r['p50_ms']:>8.1f}{r['p95_ms']:>8.1f}")
     return "\n".join(lines)
 
