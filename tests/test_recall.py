@@ -372,8 +372,8 @@ def test_anchor_is_validated(store, seeded, raw):
 def test_anchor_matches_flat_search_beyond_the_candidate_depth(store):
     """With more matching memories than a route's candidate depth, the anchored members are
     still exactly flat search's top k: the all-categories route uses the per-method depth that
-    search_hybrid uses at that k (with the depth of a 50-row route instead, 28 of these 80
-    searches returned a different set)."""
+    search_hybrid uses at that k. (With the depth of a 50-row search instead, which the route
+    had before, this test fails: the sets differ.)"""
     import random
 
     vocab = ("tea coffee project meeting deploy vim config billing keys release notes weekly "
