@@ -132,14 +132,8 @@ BEGIN
                     ELSE coalesce(p_embeddings[i + 1], p_embeddings[1]) END;
         err := NULL;
         BEGIN
-            SELECT coalesce(jsonb_agg(jsonb_build_object(
-                       'q', i, 'id', h.id, 'rnk', h.rank, 'fused', h.fused,
-                       'vector_rank', h.vector_rank, 'vector_score', h.vector_score,
-                       'bm25_rank', h.bm25_rank, 'bm25_score', h.bm25_score,
-                       'exact_rank', h.exact_rank, 'exact_score', h.exact_score)), '[]'::jsonb),
-                   count(*)
-            INTO got, n
-            FROM memdb.search_hybrid(p_tenant, q ->> 'text', emb, depth, qf, qo) h;
+            got := memdb.planned_route(i, p_tenant, q ->> 'text', emb, depth, qf, qo);
+            n := jsonb_array_length(got);
         EXCEPTION WHEN others THEN
             got := '[]'::jsonb;
             n := 0;
@@ -168,16 +162,10 @@ BEGIN
         w_all := CASE WHEN need_fallback THEN greatest(backstop, 1) ELSE backstop END;
         err := NULL;
         BEGIN
-            SELECT coalesce(jsonb_agg(jsonb_build_object(
-                       'q', 0, 'id', h.id, 'rnk', h.rank, 'fused', h.fused,
-                       'vector_rank', h.vector_rank, 'vector_score', h.vector_score,
-                       'bm25_rank', h.bm25_rank, 'bm25_score', h.bm25_score,
-                       'exact_rank', h.exact_rank, 'exact_score', h.exact_score)), '[]'::jsonb),
-                   count(*)
-            INTO got, n
-            FROM memdb.search_hybrid(p_tenant, p_plan ->> 'query',
-                                     CASE WHEN p_embeddings IS NULL THEN NULL ELSE p_embeddings[1] END,
-                                     depth, f, all_options) h;
+            got := memdb.planned_route(0, p_tenant, p_plan ->> 'query',
+                                       CASE WHEN p_embeddings IS NULL THEN NULL ELSE p_embeddings[1] END,
+                                       depth, f, all_options);
+            n := jsonb_array_length(got);
         EXCEPTION WHEN others THEN
             got := '[]'::jsonb;
             n := 0;
