@@ -1,9 +1,11 @@
-"""alembic environment for memdb: connects to MEMDB_DSN (or the DSN memdb passes in, or the
-embedded server), keeps its version table as public.memdb_alembic_version, compares only
-schema ``memdb`` against memdb._tables.metadata, and after any upgrade step re-applies the
-functions and triggers from sql/ (when the database is then at head: they are written for
-the newest tables); at head with no step, it re-applies them when the digest recorded on
-schema memdb differs from sql/'s (a newer memdb with changed functions and no new revision)."""
+"""alembic environment for memdb: connects as the admin login (the DSN memdb passes in, else
+MEMDB_ADMIN_DSN, else MEMDB_DSN, else the embedded server's superuser, which then grants
+memdb_app to the embedded data-path login), keeps its version table as
+public.memdb_alembic_version, compares only schema ``memdb`` against memdb._tables.metadata,
+and after any upgrade step re-applies the functions and triggers from sql/ (when the database
+is then at head: they are written for the newest tables); at head with no step, it re-applies
+them when the digest recorded on schema memdb differs from sql/'s (a newer memdb with changed
+functions and no new revision)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from sqlalchemy import create_engine, pool
 
 from alembic import context
 from memdb._tables import metadata
-from memdb.connection import resolve_dsn
+from memdb.connection import resolve_admin_dsn
 from memdb.migrations import (
     VERSION_TABLE,
     apply_objects,
@@ -43,7 +45,17 @@ def include_name(name, type_, parent_names):
 
 
 def run_migrations_online() -> None:
-    dsn, _server = resolve_dsn(config.attributes.get("memdb_dsn"))
+    dsn, server = resolve_admin_dsn(config.attributes.get("memdb_dsn"))
+    try:
+        _run(dsn)
+        if server is not None:
+            server.ensure_login()
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _run(dsn: str) -> None:
     engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
     upgraded: list[bool] = []
     script = ScriptDirectory.from_config(config)

@@ -1,8 +1,11 @@
 """Where memdb's PostgreSQL is and how to talk to it.
 
-DSN resolution: an explicit ``dsn`` argument, else ``$MEMDB_DSN``, else the embedded server
-(:mod:`memdb.embedded`). The pool owns every connection setting memdb relies on (pgvector
-types, dict rows, custom plans), so callers never configure a connection themselves.
+Two logins. The data path (:func:`resolve_dsn`, ``MemoryStore``): an explicit ``dsn``
+argument, else ``$MEMDB_DSN``, else the embedded server's non-superuser login ``memdb_user``.
+The admin (:func:`resolve_admin_dsn`: migrations, :class:`memdb.MemoryAdmin`): an explicit
+``dsn``, else ``$MEMDB_ADMIN_DSN``, else ``$MEMDB_DSN``, else the embedded server's superuser.
+The pool owns every connection setting memdb relies on (pgvector types, dict rows, custom
+plans), so callers never configure a connection themselves.
 """
 
 from __future__ import annotations
@@ -22,17 +25,32 @@ from ._redact import redact, redact_dsn
 from .embedded import EmbeddedServer
 from .errors import DatabaseUnavailable, MemdbError, NotMigrated, UnsupportedServer, translate
 
-__all__ = ["Database", "resolve_dsn", "MIN_SERVER_VERSION"]
+__all__ = ["Database", "resolve_dsn", "resolve_admin_dsn", "MIN_SERVER_VERSION"]
 
 MIN_SERVER_VERSION = 150000
 APPLICATION_NAME = "memdb"  # in pg_stat_activity, unless the DSN names another
 
 
 def resolve_dsn(dsn: str | None = None) -> tuple[str, EmbeddedServer | None]:
-    """The DSN to use and, when it is the embedded server, the server handle."""
+    """The data path's DSN and, when it is the embedded server, the server handle (started;
+    the caller stops it): ``dsn``, else ``$MEMDB_DSN``, else the embedded ``memdb_user``."""
     if dsn:
         return dsn, None
     env = os.environ.get("MEMDB_DSN")
+    if env:
+        return env, None
+    server = EmbeddedServer()
+    server.start()
+    return server.app_dsn(), server
+
+
+def resolve_admin_dsn(dsn: str | None = None) -> tuple[str, EmbeddedServer | None]:
+    """The admin login's DSN (migrations, all-tenant maintenance) and the embedded server
+    handle when it is that: ``dsn``, else ``$MEMDB_ADMIN_DSN``, else ``$MEMDB_DSN``, else the
+    embedded server's superuser."""
+    if dsn:
+        return dsn, None
+    env = os.environ.get("MEMDB_ADMIN_DSN") or os.environ.get("MEMDB_DSN")
     if env:
         return env, None
     server = EmbeddedServer()
@@ -83,8 +101,10 @@ class Database:
     shows the DSN's password.
     """
 
-    def __init__(self, dsn: str | None = None, *, min_size: int = 1, max_size: int = 4) -> None:
-        self.dsn, self._server = resolve_dsn(dsn)
+    def __init__(self, dsn: str | None = None, *, min_size: int = 1, max_size: int = 4,
+                 admin: bool = False) -> None:
+        self.dsn, self._server = (resolve_admin_dsn if admin else resolve_dsn)(dsn)
+        self._explicit = bool(dsn)
         self._min_size, self._max_size = min_size, max_size
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
@@ -103,6 +123,22 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database(dsn={redact_dsn(self.dsn)!r}, max_size={self._max_size})"
+
+    @property
+    def admin_dsn(self) -> str:
+        """The login that migrates this database: the embedded server's superuser, else an
+        explicit ``dsn`` itself, else ``$MEMDB_ADMIN_DSN``, else this DSN ($MEMDB_DSN)."""
+        if self._server is not None:
+            return self._server.dsn()
+        if self._explicit:
+            return self.dsn
+        return os.environ.get("MEMDB_ADMIN_DSN") or self.dsn
+
+    def ensure_app_login(self) -> None:
+        """On the embedded server, (re-)grant ``memdb_app`` to its data-path login (after a
+        migration created the role); elsewhere nothing (grant it to your app login)."""
+        if self._server is not None:
+            self._server.ensure_login()
 
     def _redacted(self, error: MemdbError) -> MemdbError:
         """``error`` with the DSN's password (and any key-like text) masked in its message."""
@@ -180,7 +216,8 @@ class Database:
         With ``tenant``, the transaction runs as the application role ``memdb_app`` with
         ``memdb.tenant`` (and ``memdb.subject``, when given) set LOCAL: row-level security then
         confines every statement to that tenant's (and subject's) rows. Without it, the
-        transaction runs as the login (the admin: migrations, maintenance).
+        transaction runs as the login: on the data path (``memdb_user`` or an app login) that
+        sees nothing; on :class:`memdb.MemoryAdmin`'s, the admin.
         """
         try:
             with self._connection() as conn:

@@ -6,11 +6,17 @@ re-applied (CREATE OR REPLACE), so they always match the installed package. A da
 already at head gets them re-applied too when their digest (recorded on schema memdb) differs
 from the package's, so a plain ``alembic upgrade head`` also deploys function-only changes.
 Table DDL lives in frozen, checksummed files under ``sql/schema``, one per revision.
+
+Migrations run as the admin login: ``dsn``, else ``$MEMDB_ADMIN_DSN``, else ``$MEMDB_DSN``,
+else the embedded server's superuser (:func:`memdb.connection.resolve_admin_dsn`); on the
+embedded server, :func:`upgrade` then grants ``memdb_app`` to the data-path login.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -51,8 +57,26 @@ def sqlalchemy_url(dsn: str):
     )
 
 
+@contextlib.contextmanager
+def _admin(dsn: str | None, *, grant: bool = False) -> Iterator[str]:
+    """The admin DSN; an embedded server started for it is released afterwards, after
+    granting ``memdb_app`` to its data-path login when ``grant`` (a migration may have just
+    created the role)."""
+    from .connection import resolve_admin_dsn
+
+    url, server = resolve_admin_dsn(dsn)
+    try:
+        yield url
+        if server is not None and grant:
+            server.ensure_login()
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def alembic_config(dsn: str | None = None):
-    """An alembic Config for memdb's revisions (``dsn`` or $MEMDB_DSN or the embedded server)."""
+    """An alembic Config for memdb's revisions (``dsn``, else the admin login alembic's
+    env.py resolves: $MEMDB_ADMIN_DSN, $MEMDB_DSN or the embedded server's superuser)."""
     from alembic.config import Config
 
     cfg = Config()
@@ -66,16 +90,18 @@ def upgrade(dsn: str | None = None, revision: str = "head") -> str:
     """Upgrade to ``revision`` and re-apply functions and triggers; returns the new revision."""
     from alembic import command
 
-    cfg = alembic_config(dsn)
-    cfg.attributes["memdb_always_apply_objects"] = True
-    command.upgrade(cfg, revision)
-    return current(dsn) or ""
+    with _admin(dsn, grant=True) as url:
+        cfg = alembic_config(url)
+        cfg.attributes["memdb_always_apply_objects"] = True
+        command.upgrade(cfg, revision)
+        return current(url) or ""
 
 
 def downgrade(dsn: str | None = None, revision: str = "base") -> None:
     from alembic import command
 
-    command.downgrade(alembic_config(dsn), revision)
+    with _admin(dsn) as url:
+        command.downgrade(alembic_config(url), revision)
 
 
 def head() -> str:
@@ -88,10 +114,7 @@ def current(dsn: str | None = None) -> str | None:
     """The revision the database is at (None before the first migration)."""
     import psycopg
 
-    from .connection import resolve_dsn
-
-    url, _server = resolve_dsn(dsn)
-    with psycopg.connect(url, autocommit=True) as conn:
+    with _admin(dsn) as url, psycopg.connect(url, autocommit=True) as conn:
         found = conn.execute("SELECT to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone()
         if found[0] is None:
             return None

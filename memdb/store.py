@@ -139,7 +139,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
     Every transaction runs as the application role ``memdb_app`` with the tenant (and
     subject) set LOCAL, so PostgreSQL's row-level security enforces the isolation; the SQL
     functions' tenant parameters are a second line of defence. :meth:`migrate` runs as the
-    login (the admin).
+    admin login.
     """
 
     def __init__(self, dsn: str | None = None, *, tenant: str = "default",
@@ -177,10 +177,12 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         self.db.close()
 
     def migrate(self) -> str:
-        """Bring the schema to the newest revision (``alembic upgrade head``); returns it."""
+        """Bring the schema to the newest revision (``alembic upgrade head``) as the admin
+        login (``Database.admin_dsn``); returns it."""
         from .migrations import upgrade
 
-        revision = upgrade(self.db.dsn)
+        revision = upgrade(self.db.admin_dsn)
+        self.db.ensure_app_login()
         self.db.reset()
         self._space_id = None
         return revision

@@ -66,6 +66,8 @@ def test_help_on_every_command(path: tuple[str, ...]) -> None:
 
 def test_every_command_has_json_output() -> None:
     for path, command in _commands():
+        if path == ("server", "psql"):  # hands the terminal to psql: its output is psql's
+            continue
         if not isinstance(command, click.Group):
             assert any("--json" in p.opts for p in command.params), path
 

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registers the commands)
     planner,
     profile,
     search,
+    server,
     session,
 )
 from ._app import cli, main

@@ -45,13 +45,18 @@ class State:
 
     def __init__(self, dsn: str | None, tenant: str, subject: str | None = None) -> None:
         self.dsn, self.tenant, self.subject = dsn, tenant, subject
+        # --dsn taken from $MEMDB_DSN: resolved by memdb itself, so migrations can use
+        # $MEMDB_ADMIN_DSN (an explicit --dsn is used for both)
+        self.dsn_from_env = False
+        self.tenant_given = False  # --tenant on the command line (not the default)
         self._store: MemoryStore | None = None
         self.opened_ms = 0.0
 
     def store(self) -> MemoryStore:
         if self._store is None:
             start = time.perf_counter()
-            self._store = MemoryStore(self.dsn, tenant=self.tenant, subject=self.subject)
+            self._store = MemoryStore(None if self.dsn_from_env else self.dsn,
+                                      tenant=self.tenant, subject=self.subject)
             self.opened_ms = (time.perf_counter() - start) * 1000
         return self._store
 
@@ -97,6 +102,9 @@ def options(*specs: tuple[Sequence[str], dict[str, Any]]) -> Callable[..., Any]:
 def cli(ctx: click.Context, dsn: str | None, tenant: str, as_subject: str | None) -> None:
     """memdb: Postgres-native long-term memory for AI agents."""
     state = State(dsn or None, tenant, as_subject)
+    source = click.core.ParameterSource
+    state.dsn_from_env = ctx.get_parameter_source("dsn") is source.ENVIRONMENT
+    state.tenant_given = ctx.get_parameter_source("tenant") is source.COMMANDLINE
     ctx.obj = state
     ctx.call_on_close(state.close)
 

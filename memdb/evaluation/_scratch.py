@@ -1,7 +1,8 @@
 """A throw-away, migrated memdb database for one evaluation run.
 
-Created on the server of ``dsn`` (else ``$MEMDB_DSN``, else the embedded server) as
-``memdb_eval_<random>`` from a connection to its 'postgres' database, migrated with
+Created as the admin login (``dsn``, else ``$MEMDB_ADMIN_DSN``, ``$MEMDB_DSN``, the embedded
+server's superuser) as ``memdb_eval_<random>`` from a connection to its 'postgres' database,
+migrated with
 :func:`memdb.migrations.upgrade`, and dropped when the block ends, also on error.
 """
 
@@ -15,7 +16,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ..connection import resolve_dsn
+from ..connection import resolve_admin_dsn
 from ..migrations import upgrade
 
 __all__ = ["scratch_database", "with_dbname", "PREFIX"]
@@ -33,7 +34,7 @@ def with_dbname(dsn: str, dbname: str) -> str:
 @contextlib.contextmanager
 def scratch_database(dsn: str | None = None) -> Iterator[str]:
     """Yields the DSN of a fresh, migrated database; drops it afterwards."""
-    server_dsn, server = resolve_dsn(dsn)
+    server_dsn, server = resolve_admin_dsn(dsn)
     maintenance = with_dbname(server_dsn, "postgres")
     name = PREFIX + secrets.token_hex(6)
     try:

@@ -1,0 +1,93 @@
+"""``memdb server``: the embedded server of $MEMDB_HOME (status, stop, psql).
+
+These commands concern the embedded server only (not a server named by --dsn or $MEMDB_DSN),
+and status and stop never start it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import click
+
+from .. import embedded
+from ._app import CliError, cli, emit_json, json_option
+
+
+@cli.group()
+def server() -> None:
+    """The embedded PostgreSQL of $MEMDB_HOME (default: the per-user data folder).
+
+    It is started by the first memdb process that needs it and stopped when the last live
+    process using it exits; `server stop` stops one that nobody uses any more.
+    """
+
+
+@server.command("status")
+@json_option
+def server_status(as_json: bool) -> None:
+    """Whether the embedded server runs, which processes use it, and the psql command lines
+    for the data-path login (memdb_user) and the admin (postgres)."""
+    status = embedded.server_status()
+    if as_json:
+        emit_json(status)
+        return
+    if not status["initialized"]:
+        click.echo(f"no embedded server in {status['home']} (made by the first memdb command)")
+        return
+    if not status["running"]:
+        click.echo(f"embedded server in {status['home']}: not running "
+                   "(started by the next memdb command)")
+        return
+    clients = ", ".join(map(str, status["clients"])) or "none (stop it with `memdb server stop`)"
+    click.echo(f"embedded server in {status['home']}: running, pid {status['pid']}, socket "
+               f"{status['socket_dir']} port {status['port']}")
+    click.echo(f"processes using it: {clients}")
+    click.echo(f"log: {status['log']}")
+    click.echo(f"psql as the app login (memdb_user, row-level security):\n  {status['psql_app']}")
+    click.echo(f"psql as the admin (superuser postgres):\n  {status['psql_admin']}")
+
+
+@server.command("stop")
+@click.option("--force", is_flag=True,
+              help="Stop it even while other processes use it (their connections are closed).")
+@json_option
+def server_stop(force: bool, as_json: bool) -> None:
+    """Stop the embedded server (a fast shutdown: open transactions are rolled back). Refused
+    while other live processes use it, unless --force."""
+    result = embedded.stop_server(force=force)
+    if as_json:
+        emit_json(result)
+    if result["clients"] and not result["stopped"]:
+        pids = ", ".join(map(str, result["clients"]))
+        raise CliError(f"not stopped: the embedded server (pid {result['pid']}) is in use by "
+                       f"process(es) {pids}; it stops when the last of them exits "
+                       "(--force stops it now)")
+    if as_json:
+        return
+    if result["stopped"]:
+        extra = (f"; closed the connections of process(es) "
+                 f"{', '.join(map(str, result['clients']))}" if result["clients"] else "")
+        click.echo(f"stopped the embedded server in {result['home']} (pid {result['pid']})"
+                   + extra)
+    else:
+        click.echo(f"nothing to stop in {result['home']}: {result['reason']}")
+
+
+@server.command("psql", context_settings={"ignore_unknown_options": True})
+@click.option("--admin", "as_admin", is_flag=True,
+              help="As the superuser postgres (default: the app login memdb_user).")
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+def server_psql(as_admin: bool, psql_args: tuple[str, ...]) -> None:
+    """Run the bundled psql on the embedded server's database memdb, keeping the server up
+    while it runs; arguments after the options go to psql (memdb server psql -- -c 'SELECT 1').
+    As memdb_user, rows are visible once the tenant is set: SET memdb.tenant = 'default';"""
+    handle = embedded.EmbeddedServer()
+    handle.start()
+    try:
+        dsn = handle.dsn() if as_admin else handle.app_dsn()
+        code = subprocess.call([str(embedded.psql_path()), dsn, *psql_args])
+    finally:
+        handle.stop()
+    if code:
+        raise click.exceptions.Exit(code)

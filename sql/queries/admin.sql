@@ -1,0 +1,41 @@
+-- Named queries of memdb.embedded and memdb.admin (loaded by memdb._sql): who connects as whom.
+
+-- name: ensure_app_login
+-- The embedded server's data-path login (roles are per cluster; run as the superuser): created
+-- if missing, kept unprivileged, and made a member of memdb_app once a migration (revision
+-- 0003) has created that role. Each block tolerates a concurrent creation or grant.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memdb_user') THEN
+        CREATE ROLE memdb_user LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOREPLICATION;
+    ELSIF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memdb_user'
+                  AND (rolsuper OR rolcreatedb OR rolcreaterole OR rolbypassrls
+                       OR rolreplication OR NOT rolcanlogin)) THEN
+        ALTER ROLE memdb_user LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOREPLICATION;
+    END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL;
+END
+$$;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memdb_app')
+       AND NOT pg_has_role('memdb_user', 'memdb_app', 'MEMBER') THEN
+        GRANT memdb_app TO memdb_user;
+    END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL;
+END
+$$;
+
+-- name: admin_login
+-- Is the login an admin: not confined by row-level security? The same test as memdb.confine()
+-- (sql/functions/033_confine.sql): a superuser, BYPASSRLS, or a member of the owner of
+-- memdb.memories (owner NULL: not migrated yet).
+SELECT current_user AS login,
+       r.rolsuper OR r.rolbypassrls
+           OR coalesce(pg_has_role(current_user, c.relowner, 'USAGE'), false) AS admin,
+       c.oid IS NOT NULL AS migrated
+  FROM pg_roles r
+  LEFT JOIN pg_class c ON c.oid = to_regclass('memdb.memories')
+ WHERE r.rolname = current_user;
