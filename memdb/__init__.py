@@ -1,5 +1,6 @@
 """memdb: Postgres-native, SQL-first long-term memory for AI agents."""
 
+from .admin import MemoryAdmin
 from .embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
 from .errors import (
     Conflict,
@@ -26,7 +27,7 @@ from .store import MemoryInput, MemoryStore
 __version__ = "0.1.0"
 
 __all__ = [
-    "MemoryStore", "MemoryInput", "Filter",
+    "MemoryStore", "MemoryAdmin", "MemoryInput", "Filter",
     "QueryPlan", "TypedQuery", "Planner", "RecallResults", "RecallStatus",
     "WritePolicy", "TTLDefaults", "Decision", "DEFAULT_POLICY",
     "Memory", "AddResult", "SearchHit", "HistoryEntry",

@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
-from .errors import InvalidInput, NotFound
+from .errors import Forbidden, InvalidInput, NotFound
 from .lifecycle_models import (
     Consolidated,
     HypothesisChange,
@@ -80,19 +80,24 @@ class Lifecycle:
     # -- maintenance: TTL, forgetting, decay ------------------------------------------------
     def maintain(self, *, dry_run: bool = False, all_tenants: bool = False,
                  **options: Any) -> dict[str, Any]:
-        """One ``memdb.run_maintenance`` pass over this tenant: purge expired, forget by
-        importance, age and capacity, decay hypotheses; counts per step (jsonb as a dict).
+        """One ``memdb.run_maintenance`` pass over this tenant (and, under subject isolation,
+        only this subject's rows): purge expired, forget by importance, age and capacity,
+        decay hypotheses; counts per step (jsonb as a dict).
 
         Options (all optional): steps, batch_limit, importance_threshold, age_days,
         age_max_uses, capacity_per_session, capacity_half_life_days,
         hypothesis_half_life_days, hypothesis_floor, hypothesis_min_step, lock_timeout_ms.
-        ``all_tenants=True`` runs as the login (the admin) over every tenant, like pg_cron.
+        A store never acts outside its tenant: ``all_tenants=True`` raises
+        :class:`~memdb.errors.Forbidden` and changes nothing (every tenant is
+        :meth:`memdb.MemoryAdmin.maintain`'s, as the admin login).
         Returns {"skipped": true, ...} at once when another run holds the lock.
         """
-        params = {"tenant": None if all_tenants else self.tenant,
-                  "options": Jsonb(options), "dry_run": bool(dry_run)}
-        ctx = self.db.transaction() if all_tenants else self._transaction()  # type: ignore[attr-defined]
-        with ctx as conn:
+        if all_tenants:
+            raise Forbidden("a MemoryStore maintains only its own tenant: run maintenance over "
+                            "every tenant as the admin, with memdb.MemoryAdmin().maintain() "
+                            "or `memdb admin maintain`")
+        params = {"tenant": self.tenant, "options": Jsonb(options), "dry_run": bool(dry_run)}
+        with self._transaction() as conn:  # type: ignore[attr-defined]
             self._begin(conn, "maintenance")  # type: ignore[attr-defined]
             return conn.execute(_sql.query("run_maintenance"), params).fetchone()["result"]
 

@@ -139,7 +139,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
     Every transaction runs as the application role ``memdb_app`` with the tenant (and
     subject) set LOCAL, so PostgreSQL's row-level security enforces the isolation; the SQL
     functions' tenant parameters are a second line of defence. :meth:`migrate` runs as the
-    admin login.
+    admin login; all-tenant maintenance is :class:`memdb.MemoryAdmin`'s.
     """
 
     def __init__(self, dsn: str | None = None, *, tenant: str = "default",

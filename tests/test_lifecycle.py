@@ -100,7 +100,11 @@ def test_maintain_dry_run_equals_real_run_and_is_idempotent(janitor, fresh_db):
         janitor.maintain(unknown_option=1)
 
 
-def test_maintain_all_tenants_runs_as_admin(fresh_db, embedder):
+def test_maintain_every_tenant_is_the_admins(fresh_db, embedder):
+    """A store maintains its own tenant only (all_tenants is Forbidden, nothing changes);
+    MemoryAdmin maintains every tenant."""
+    from memdb import Forbidden, MemoryAdmin
+
     stores = [MemoryStore(fresh_db, gate=None, tenant=t, embedder=embedder)
               for t in ("acme", "globex")]
     try:
@@ -108,9 +112,14 @@ def test_maintain_all_tenants_runs_as_admin(fresh_db, embedder):
             s.add("noise", importance=0.01)
         assert stores[0].maintain()["steps"]["forget_importance"] == 1  # own tenant only
         assert stores[1].count() == 1
-        out = stores[0].maintain(all_tenants=True)
-        assert out["tenant"] is None and out["steps"]["forget_importance"] == 1
-        assert stores[1].count() == 0
+        with pytest.raises(Forbidden):
+            stores[0].maintain(all_tenants=True)
+        assert stores[1].count() == 1
+        stores[0].add("noise", importance=0.01)
+        with MemoryAdmin(fresh_db) as admin:
+            out = admin.maintain()
+        assert out["tenant"] is None and out["steps"]["forget_importance"] == 2
+        assert stores[0].count() == stores[1].count() == 0
     finally:
         for s in stores:
             s.close()

@@ -6,6 +6,7 @@
 """
 
 from . import (  # noqa: F401  (registers the commands)
+    admin,
     agent,
     ask,
     demo,

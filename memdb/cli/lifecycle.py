@@ -3,6 +3,7 @@ reject), forget-subject, export-subject. Each mirrors a :class:`~memdb.MemorySto
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -35,29 +36,35 @@ def _step_text(value: Any) -> str:
     return str(value)
 
 
-@cli.command()
-@click.option("--dry-run", is_flag=True,
-              help="Report what would be done (the pass runs and is rolled back).")
-@click.option("--step", "steps", multiple=True,
-              type=click.Choice(["purge_expired", "forget_importance", "forget_age",
-                                 "forget_capacity", "hypotheses"]),
-              help="Run only these steps (repeatable). Default: all.")
-@click.option("--set", "settings", multiple=True, metavar="KEY=NUMBER",
-              help=f"A step setting (repeatable): {', '.join(_NUMERIC_OPTIONS)}.")
-@click.option("--all-tenants", is_flag=True,
-              help="Run as the login (admin) over every tenant, as pg_cron would.")
-@click.option("--until-done", is_flag=True,
-              help="Repeat passes while a step hit its batch limit (progress on stderr).")
-@json_option
-def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
-             all_tenants: bool, until_done: bool, as_json: bool) -> None:
-    """Run maintenance: purge expired memories, forget by importance, age and capacity, and
-    decay unconfirmed hypotheses (memdb.run_maintenance). Category system is never forgotten.
-    """
+def maintenance_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of `memdb maintain` and `memdb admin maintain`: --dry-run, --step, --set,
+    --until-done, --json."""
+    for option in reversed((
+        click.option("--dry-run", is_flag=True,
+                     help="Report what would be done (the pass runs and is rolled back)."),
+        click.option("--step", "steps", multiple=True,
+                     type=click.Choice(["purge_expired", "forget_importance", "forget_age",
+                                        "forget_capacity", "hypotheses"]),
+                     help="Run only these steps (repeatable). Default: all."),
+        click.option("--set", "settings", multiple=True, metavar="KEY=NUMBER",
+                     help=f"A step setting (repeatable): {', '.join(_NUMERIC_OPTIONS)}."),
+        click.option("--until-done", is_flag=True,
+                     help="Repeat passes while a step hit its batch limit (progress on stderr)."),
+        json_option,
+    )):
+        f = option(f)
+    return f
+
+
+def run_maintenance(call: Callable[..., dict[str, Any]], *, dry_run: bool,
+                    steps: tuple[str, ...], settings: tuple[str, ...], until_done: bool,
+                    as_json: bool) -> None:
+    """Run ``call(dry_run=..., **options)`` (a store's or the admin's maintain) once, or
+    while it reports more to do with --until-done, and print the passes."""
     options = _maintenance_options(steps, settings)
     passes = []
     while True:
-        result = store().maintain(dry_run=dry_run, all_tenants=all_tenants, **options)
+        result = call(dry_run=dry_run, **options)
         passes.append(result)
         if not (until_done and result.get("more")) or dry_run or result.get("skipped"):
             break
@@ -76,6 +83,25 @@ def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
             click.echo(f"{step:<18} {_step_text(value)}")
     click.echo(("dry run: nothing changed" if dry_run else "done")
                + ("; more to do (run again)" if result.get("more") else ""))
+
+
+@cli.command()
+@maintenance_options
+@click.option("--all-tenants", is_flag=True, hidden=True,
+              help="Refused: maintenance over every tenant is `memdb admin maintain`.")
+def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
+             all_tenants: bool, until_done: bool, as_json: bool) -> None:
+    """Run maintenance on this tenant (--tenant; only --as-subject's rows when given): purge
+    expired memories, forget by importance, age and capacity, and decay unconfirmed
+    hypotheses (memdb.run_maintenance). Category system is never forgotten. Every tenant at
+    once: `memdb admin maintain`, as the admin login.
+    """
+    if all_tenants:
+        raise CliError("--all-tenants is refused: a store maintains only its own tenant; run "
+                       "`memdb admin maintain` as the admin login (MEMDB_ADMIN_DSN) for every "
+                       "tenant. Nothing was changed")
+    run_maintenance(store().maintain, dry_run=dry_run, steps=steps, settings=settings,
+                    until_done=until_done, as_json=as_json)
 
 
 @cli.command()

@@ -6,8 +6,11 @@
 -- the next call continues): purge_expired (memdb.purge_expired_batch), forget_importance
 -- (memdb.forget_by_importance), forget_age (memdb.forget_by_age), forget_capacity
 -- (memdb.forget_by_capacity), hypotheses (memdb.decay_hypotheses: decayed and forgotten).
--- Category 'system' is never forgotten. p_tenant NULL: every tenant (as the admin, e.g. from
--- pg_cron; as memdb_app row-level security still confines it to memdb.tenant).
+-- Category 'system' is never forgotten. p_tenant NULL: every tenant, for the admin only (e.g.
+-- from pg_cron): a caller that row-level security confines (memdb_app, or any login that is not
+-- a superuser, BYPASSRLS or a member of the owner of memdb.memories: the test of memdb.confine)
+-- gets insufficient_privilege (42501) and nothing changes. Such a caller may maintain its own
+-- tenant (p_tenant = memdb.tenant; row-level security confines every step to it).
 -- Safety: two runs for the same tenant (or two all-tenant runs) never overlap: the second
 -- gets pg_try_advisory_xact_lock = false and returns {"skipped": true} at once. Row locks are
 -- taken with SKIP LOCKED and lock_timeout is lowered (lock_timeout_ms, default 2000) for the
@@ -47,9 +50,19 @@ DECLARE
     v_started timestamptz := clock_timestamp();
     v_prev_timeout text := current_setting('lock_timeout');
     v_step text;
+    v_role name := CASE WHEN current_setting('role') = 'none' THEN session_user
+                        ELSE current_setting('role')::name END;
     n bigint;
     n2 bigint;
 BEGIN
+    IF p_tenant IS NULL AND NOT coalesce((
+            SELECT r.rolsuper OR r.rolbypassrls OR pg_has_role(v_role, c.relowner, 'USAGE')
+              FROM pg_roles r, pg_class c
+             WHERE r.rolname = v_role AND c.oid = 'memdb.memories'::regclass), false) THEN
+        RAISE EXCEPTION 'run_maintenance over every tenant (p_tenant NULL) is for the admin login; '
+                        'role % is confined by row-level security: pass its own tenant', v_role
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     IF jsonb_typeof(o) <> 'object' OR EXISTS (SELECT 1 FROM jsonb_object_keys(o) k WHERE k <> ALL (v_known)) THEN
         RAISE EXCEPTION 'unknown run_maintenance option(s); known: %', array_to_string(v_known, ', ')
             USING ERRCODE = 'invalid_parameter_value';

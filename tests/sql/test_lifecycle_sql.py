@@ -234,8 +234,11 @@ def test_run_maintenance_all_tenants_as_admin_one_tenant_as_app(raw, fresh_db):
     _messy(raw, "acme")
     _messy(raw, "globex")
     with as_app(fresh_db, "acme") as conn:
-        # the application role with tenant NULL is still confined to its own tenant by RLS
-        out = conn.execute("SELECT memdb.run_maintenance(NULL, %s)", (OPTS,)).fetchone()[0]
+        # every tenant (NULL) is the admin's: the application role is refused
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT memdb.run_maintenance(NULL, %s)", (OPTS,))
+    with as_app(fresh_db, "acme") as conn:  # its own tenant: row-level security confines it
+        out = conn.execute("SELECT memdb.run_maintenance('acme', %s)", (OPTS,)).fetchone()[0]
     assert out["steps"]["forget_importance"] == 3
     left = dict(raw.execute("SELECT tenant, count(*) FROM memdb.memories GROUP BY 1").fetchall())
     assert left == {"acme": 4, "globex": 13}

@@ -1,0 +1,43 @@
+"""``memdb admin``: what spans tenants, run as the admin login (:class:`~memdb.MemoryAdmin`).
+
+The login: --dsn given on the command line, else $MEMDB_ADMIN_DSN, else $MEMDB_DSN, else the
+embedded server's superuser; a login that is not an admin is refused (exit 1).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from ..admin import MemoryAdmin
+from ._app import CliError, State, cli
+from .lifecycle import maintenance_options, run_maintenance
+
+
+@cli.group()
+@click.pass_obj
+def admin(state: State) -> None:
+    """Administration over every tenant, as the admin login: --dsn, else $MEMDB_ADMIN_DSN,
+    else $MEMDB_DSN, else the embedded server's superuser. A login that is not an admin
+    (superuser, BYPASSRLS or owner of the memdb tables) is refused."""
+    if state.subject is not None:
+        raise CliError("--as-subject confines a store to one subject, and `memdb admin` acts on "
+                       "every tenant as the admin login: drop --as-subject. Nothing was changed")
+    if state.tenant_given:
+        raise CliError("`memdb admin` does not take the global --tenant: choose one tenant with "
+                       "`memdb admin maintain --tenant NAME`. Nothing was changed")
+
+
+@admin.command("maintain")
+@click.option("--tenant", help="Only this tenant (default: every tenant).")
+@maintenance_options
+@click.pass_obj
+def admin_maintain(state: State, tenant: str | None, dry_run: bool, steps: tuple[str, ...],
+                   settings: tuple[str, ...], until_done: bool, as_json: bool) -> None:
+    """Run maintenance over every tenant (or --tenant), as pg_cron would: the passes of
+    `memdb maintain` (memdb.run_maintenance with tenant NULL)."""
+    with MemoryAdmin(None if state.dsn_from_env else state.dsn) as memory_admin:
+        run_maintenance(functools.partial(memory_admin.maintain, tenant=tenant),
+                        dry_run=dry_run, steps=steps, settings=settings,
+                        until_done=until_done, as_json=as_json)
