@@ -553,8 +553,9 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         decay_weight, half_life_days, hotness_weight, importance_weight; as_of searches the
         memories valid at that time; embedding replaces embedding the query. Every hit's
         ``details`` has each route's rank and raw score; ``explain=True`` also puts the SQL,
-        its parameters and timings in ``results.explain``. A blank query, or one of only
-        stop words or punctuation, finds nothing.
+        its parameters and timings in ``results.explain``. A blank query finds nothing; one
+        with no keyword terms (only stop words, punctuation or emoji such as 🍵) still runs
+        its vector and exact routes.
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string")

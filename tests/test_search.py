@@ -93,11 +93,17 @@ def test_hostile_queries_are_plain_text(store: MemoryStore, raw):
 
 @pytest.mark.parametrize("query", ["", "   ", "!!!", "，。！？", "---", "the of and",
                                    "The is are was it", "\n\t"])
-def test_queries_without_terms_find_nothing(store: MemoryStore, query):
+def test_queries_without_terms_find_nothing_by_keyword(store: MemoryStore, query):
+    """BM25 finds nothing; a blank query finds nothing at all, any other still runs the
+    vector route (issue 14: a query of no keyword terms used to return nothing)."""
     store.add("the of and it is", embedding=unit(1))
     store.add(DOC, embedding=unit(2))
-    assert len(store.search(query, embedding=unit(1))) == 0
-    assert len(store.search(query, routes=["bm25", "exact"])) == 0
+    assert store.search(query, routes=["bm25"]) == []
+    hits = store.search(query, embedding=unit(1))
+    if query.strip():
+        assert len(hits) == 2 and all(h.details["bm25_rank"] is None for h in hits)
+    else:
+        assert hits == []
 
 
 def test_invalid_search_arguments_raise_invalid_input(store: MemoryStore):

@@ -1,7 +1,8 @@
 -- memdb.memories_before_write() -> trigger (BEFORE INSERT OR UPDATE ON memdb.memories, per row)
 -- Keeps derived columns true however a row is written (DAL or raw SQL):
 --   content_hash = memdb.content_hash(content); tsv = memdb.tokenize(content + search_context);
---   doc_len = memdb.doc_length(tsv) (the BM25 document length);
+--   doc_len = memdb.doc_length(tsv) (the BM25 document length); an update that sets tsv
+--   re-derives both (memdb.retokenize, after an analyzer change), so tsv is never forged;
 --   uri defaults to memdb.uri_for(subject, category, id);
 --   the embedding must have its space's dimensions (MD001 otherwise);
 --   on update: a changed content with an unchanged embedding drops the stale embedding, and a
@@ -15,7 +16,8 @@ DECLARE
     m text;
 BEGIN
     IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
-       OR NEW.search_context IS DISTINCT FROM OLD.search_context THEN
+       OR NEW.search_context IS DISTINCT FROM OLD.search_context
+       OR NEW.tsv IS DISTINCT FROM OLD.tsv THEN
         NEW.content_hash := memdb.content_hash(NEW.content);
         NEW.tsv := memdb.tokenize(NEW.content || ' ' || coalesce(NEW.search_context, ''));
         NEW.doc_len := memdb.doc_length(NEW.tsv);

@@ -3,7 +3,9 @@
 -- The exact-match route: current memories of the tenant passing p_filter whose text contains
 -- the whole query (case-insensitive; LIKE wildcards in the query are literal), through the
 -- trigram index. score = length(query) / length(content): 1 for a memory that is the query.
--- Queries under 2 characters return nothing.
+-- A blank query returns nothing, and so does a one-character letter, digit or CJK character
+-- (it would match most memories; the BM25 route finds it as a word); any other single
+-- character, such as an emoji (🍵) or '%', is searched like a longer query.
 -- SECURITY DEFINER, so the trigram index serves tenant-wide searches (row-level security would
 -- rule it out); the caller's tenant and subject isolation is applied by memdb.confine().
 CREATE OR REPLACE FUNCTION memdb.search_exact(p_tenant text, p_query text, p_k integer DEFAULT 10,
@@ -22,7 +24,9 @@ BEGIN
     END IF;
     PERFORM memdb.check_filter(p_filter);
     p_filter := memdb.confine(p_tenant, p_filter);
-    IF p_filter IS NULL OR length(q) < 2 THEN
+    IF p_filter IS NULL OR q = ''
+       OR (length(q) = 1
+           AND q ~ '[[:alnum:]\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]') THEN
         RETURN;
     END IF;
     RETURN QUERY EXECUTE $q$

@@ -16,7 +16,8 @@
 --      score is doubled, so a system rule outranks an ordinary preference it conflicts with
 --      unless the preference is far more relevant; 0 turns it off);
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
--- A p_query with no keyword terms (blank, only stop words or punctuation) returns no rows;
+-- A blank p_query returns no rows. A query with no keyword terms (only stop words,
+-- punctuation or emoji) still runs the vector and exact routes (BM25 finds nothing);
 -- pass p_query NULL to search by p_embedding alone.
 -- Each row carries every route's rank and raw score (NULL where the route missed it).
 -- Options: see memdb.check_search_options.
@@ -55,8 +56,8 @@ BEGIN
     END IF;
     PERFORM memdb.check_filter(f);
     PERFORM memdb.check_search_options(o);
-    IF p_query IS NOT NULL AND cardinality(memdb.query_terms(p_query)) = 0 THEN
-        RETURN;  -- blank, or only stop words / punctuation: nothing to look for
+    IF p_query IS NOT NULL AND p_query !~ '[^[:space:]]' THEN
+        RETURN;  -- a blank query: nothing to look for
     END IF;
     routes := coalesce(o -> 'routes', '["vector", "bm25", "exact"]'::jsonb);
     IF routes ? 'vector' AND p_embedding IS NULL AND o ? 'routes' THEN
