@@ -25,8 +25,10 @@ class SearchOptions:
     depth: candidates per route. rrf_k: the RRF constant (60). k1, b, candidate_df_ratio: BM25.
     mmr: lambda in [0, 1] (True = 0.7) to diversify the top mmr_candidates. decay_weight,
     half_life_days, hotness_weight, importance_weight: the final multiplier (0 = off).
-    system_boost: active memories of category 'system' (rules) score (1 + system_boost) times
-    as much (SQL default 1; 0 = off), so a rule outranks a preference it conflicts with.
+    system_boost: active memories of category 'system' (rules) score up to (1 + system_boost)
+    times as much (SQL default 1; 0 = off), but never pass a memory that ranks at least as
+    high on every route (memdb.search_hybrid): the boost settles mixed evidence, not weak
+    matches.
     """
 
     routes: tuple[str, ...] | None = None

@@ -347,7 +347,7 @@ def test_anchored_recall_holds_the_flat_top_k_and_reorders_it(store, seeded):
 
     # k = 1: flat's best answer to "git" is not the editor memory; a plan scoped to tools
     # pulls the editor in only when unanchored
-    q = "王五的 git 密钥和编辑器"
+    q = "git 密钥和编辑器"
     flat = store.search(q, k=1, subject="wangwu")
     assert str(flat[0].memory.id) != seeded["tool"]
     plan = QueryPlan(q, "tool_query", (TypedQuery(q, ("tools",), "semantic", 1.0),))

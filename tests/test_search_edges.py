@@ -1,5 +1,5 @@
 """Search edges found by the hostile trial (issue 14): text in angle brackets, queries with no
-keyword terms, and re-deriving the keyword index.
+keyword terms, the system-rule boost on weak matches, and re-deriving the keyword index.
 
 SQL-level checks use ``raw`` (autocommit, pgvector registered; fixed 3-d vectors, so every
 route's ranks are known); store-level checks use ``store`` (no write gate) and the real
@@ -118,6 +118,69 @@ def test_exact_route_single_characters(raw):
         assert raw.execute(exact, (q,)).fetchall() == [], q
     bm25 = "SELECT id FROM memdb.search_bm25('default', %s, 10)"
     assert [r[0] for r in raw.execute(bm25, ("茶",))] == [b]
+
+
+# -- system boost: never past a memory that beats the rule on every route -----------------------
+def _hybrid(raw, query: str, embedding, options: dict | None = None) -> list[tuple]:
+    return raw.execute(
+        "SELECT id, rank, score, fused, multiplier FROM memdb.search_hybrid("
+        "'default', %s, %s, 10, '{}', %s)", (query, embedding, Jsonb(options or {}))).fetchall()
+
+
+def test_boost_does_not_lift_a_rule_past_a_memory_that_beats_it_everywhere(raw):
+    sid = space(raw)
+    best, rule, weak = add(raw, [
+        {"content": "Alice drinks green tea every morning"},           # bm25 1, vector 1
+        {"content": "Never serve green coffee to guests", "category": "system"},  # 2, 2
+        {"content": "Bob walks to work"},                              # -, 3
+    ], [vec(1, 0, 0), vec(0.9, 0.3, 0), vec(0.2, 1, 0)], sid)
+    rows = _hybrid(raw, "green tea", vec(1, 0, 0))
+    assert [r[0] for r in rows] == [best, rule, weak]
+    by_id = {r[0]: r for r in rows}
+    assert by_id[rule][2] == pytest.approx(by_id[best][2])  # capped at the memory's score
+    assert by_id[rule][2] > 2 * by_id[weak][2]  # still boosted past what it beats
+    for _, _, score, fused, mult in rows:
+        assert score == pytest.approx(fused * mult)
+    assert by_id[rule][4] < 2.0
+    # without the boost: the plain fused order, multiplier 1
+    plain = _hybrid(raw, "green tea", vec(1, 0, 0), {"system_boost": 0})
+    assert [r[0] for r in plain] == [best, rule, weak] and plain[1][4] == 1.0
+
+
+def test_boost_decides_mixed_evidence_for_the_rule(raw):
+    sid = space(raw)
+    pref, rule = add(raw, [
+        {"content": "用户喜欢很长很详细的回答 long answers"},      # bm25 1, vector 2
+        {"content": "回答必须简洁 answers must be short", "category": "system"},  # 2, 1
+    ], [vec(0.8, 0.6, 0), vec(1, 0, 0)], sid)
+    rows = _hybrid(raw, "用户喜欢什么样的回答 long answers", vec(1, 0, 0))
+    assert [r[0] for r in rows] == [rule, pref]
+    assert rows[0][4] == 2.0  # the full boost: no candidate beats the rule on every route
+    hypo = add(raw, [{"content": "回答必须简洁 answers must be short!", "category": "system",
+                      "status": "hypothesis"}], [vec(1, 0, 0)], sid)[0]
+    assert {r[0]: r[4] for r in _hybrid(raw, "answers", vec(1, 0, 0))}[hypo] == 1.0
+
+
+def test_rule_sharing_one_character_stays_below_better_matches(store: MemoryStore):
+    """`memdb search 前端工程师` put 部署之前必须先备份数据库 second, matched only on 前."""
+    lisi = store.add("李四是前端工程师，擅长React和Vue.js开发").id
+    zw = store.add("张伟是上海一家金融科技公司的后端工程师，主要用 Go 和 PostgreSQL").id
+    rule = store.add("部署之前必须先备份数据库", kind="procedural", category="system").id
+    hits = store.search("前端工程师", k=3)
+    assert ids(hits) == [lisi, zw, rule]
+
+
+def test_rule_sharing_a_name_stays_below_the_answer(store: MemoryStore):
+    """`memdb search "Alice 生日"` put an unrelated rule (it mentions Alice) first."""
+    birthday = store.add("Alice 的生日是 5 月 3 日", category="entities").id
+    store.add("Alice prefers green tea over coffee, and never takes sugar.")
+    store.add("Alice is a data scientist at a climate start-up in Berlin")
+    rule = store.add("回答时总是使用用户的语言：对张伟用中文，对 Alice 用英文。",
+                     kind="semantic", category="system").id
+    hits = store.search("Alice 生日", k=4)
+    assert ids(hits)[0] == birthday
+    assert rule in ids(hits)
+    assert ids(store.search("Alice 的生日是哪天", k=4))[:2] == [birthday, rule]
 
 
 # -- re-deriving the keyword index after an analyzer change --------------------------------------

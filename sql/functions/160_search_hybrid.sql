@@ -11,10 +11,15 @@
 --   2. weighted Reciprocal Rank Fusion: fused = sum over routes of weight / (rrf_k + rank);
 --   3. score = fused * multiplier, multiplier = memdb.score_multiplier(...) (decay, hotness
 --      from memdb.mark_used counts of the filter's subject - or the memory's own -, importance;
---      all weights 0 by default; never applied to category 'system') times (1 + system_boost)
---      for active memories of category 'system' (option system_boost, default 1: a rule's
---      score is doubled, so a system rule outranks an ordinary preference it conflicts with
---      unless the preference is far more relevant; 0 turns it off);
+--      all weights 0 by default; never applied to category 'system');
+--   3b. the system boost (option system_boost, default 1; 0 turns it off): an active memory of
+--      category 'system' (a rule) scores up to (1 + system_boost) times as much, but never
+--      more than any candidate that ranks at least as high as the rule on every route (a
+--      route that missed a memory ranks it last) and never less than without the boost; it
+--      is placed after such candidates. So the boost decides mixed evidence (a rule better on
+--      one route, a memory on another) in the rule's favour, and a rule that only shares a
+--      character or a name with the query cannot pass the memories that match it better on
+--      every route. multiplier = score / fused, the boost included;
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
 -- A blank p_query returns no rows. A query with no keyword terms (only stop words,
 -- punctuation or emoji) still runs the vector and exact routes (BM25 finds nothing);
@@ -75,51 +80,71 @@ BEGIN
                          WHEN 'array' THEN CASE WHEN jsonb_array_length(f -> 'subject') = 1 THEN f #>> '{subject,0}' END
                      END;
 
-    SELECT jsonb_agg(to_jsonb(s) ORDER BY s.score DESC, s.id) INTO found_rows
-    FROM (
-        SELECT fu.id, row_number() OVER (ORDER BY fu.fused * mu.mult DESC, fu.id) AS pos,
-               fu.fused * mu.mult AS score, fu.fused, mu.mult AS multiplier,
-               fu.vector_rank, fu.vector_score, fu.bm25_rank, fu.bm25_score, fu.exact_rank, fu.exact_score
+    WITH fu AS (
+        SELECT r.id,
+               sum(CASE r.route WHEN 'vector' THEN w_vector WHEN 'bm25' THEN w_bm25 ELSE w_exact END
+                   / (rrf_k + r.rnk)) AS fused,
+               max(r.rnk) FILTER (WHERE r.route = 'vector')::integer AS vector_rank,
+               max(r.raw) FILTER (WHERE r.route = 'vector') AS vector_score,
+               max(r.rnk) FILTER (WHERE r.route = 'bm25')::integer AS bm25_rank,
+               max(r.raw) FILTER (WHERE r.route = 'bm25') AS bm25_score,
+               max(r.rnk) FILTER (WHERE r.route = 'exact')::integer AS exact_rank,
+               max(r.raw) FILTER (WHERE r.route = 'exact') AS exact_score
         FROM (
-            SELECT r.id,
-                   sum(CASE r.route WHEN 'vector' THEN w_vector WHEN 'bm25' THEN w_bm25 ELSE w_exact END
-                       / (rrf_k + r.rnk)) AS fused,
-                   max(r.rnk) FILTER (WHERE r.route = 'vector')::integer AS vector_rank,
-                   max(r.raw) FILTER (WHERE r.route = 'vector') AS vector_score,
-                   max(r.rnk) FILTER (WHERE r.route = 'bm25')::integer AS bm25_rank,
-                   max(r.raw) FILTER (WHERE r.route = 'bm25') AS bm25_score,
-                   max(r.rnk) FILTER (WHERE r.route = 'exact')::integer AS exact_rank,
-                   max(r.raw) FILTER (WHERE r.route = 'exact') AS exact_score
-            FROM (
-                SELECT 'vector' AS route, x.id, x.score AS raw,
-                       row_number() OVER (ORDER BY x.distance, x.id) AS rnk
-                FROM memdb.search_vector(p_tenant, p_embedding, depth, f,
-                                         (o ->> 'space_id')::integer,
-                                         coalesce((o ->> 'exact_limit')::integer, 10000)) x
-                WHERE use_vector
-                UNION ALL
-                SELECT 'bm25', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
-                FROM memdb.search_bm25(p_tenant, p_query, depth, f,
-                                       coalesce((o ->> 'k1')::double precision, 1.2),
-                                       coalesce((o ->> 'b')::double precision, 0.75),
-                                       coalesce((o ->> 'candidate_df_ratio')::double precision, 0.3)) x
-                WHERE use_bm25
-                UNION ALL
-                SELECT 'exact', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
-                FROM memdb.search_exact(p_tenant, p_query, depth, f) x
-                WHERE use_exact
-            ) r
-            GROUP BY r.id
-        ) fu
+            SELECT 'vector' AS route, x.id, x.score AS raw,
+                   row_number() OVER (ORDER BY x.distance, x.id) AS rnk
+            FROM memdb.search_vector(p_tenant, p_embedding, depth, f,
+                                     (o ->> 'space_id')::integer,
+                                     coalesce((o ->> 'exact_limit')::integer, 10000)) x
+            WHERE use_vector
+            UNION ALL
+            SELECT 'bm25', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
+            FROM memdb.search_bm25(p_tenant, p_query, depth, f,
+                                   coalesce((o ->> 'k1')::double precision, 1.2),
+                                   coalesce((o ->> 'b')::double precision, 0.75),
+                                   coalesce((o ->> 'candidate_df_ratio')::double precision, 0.3)) x
+            WHERE use_bm25
+            UNION ALL
+            SELECT 'exact', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
+            FROM memdb.search_exact(p_tenant, p_query, depth, f) x
+            WHERE use_exact
+        ) r
+        GROUP BY r.id
+    ), b AS (
+        -- base: fused * multiplier; lifted: base with the system boost of an active rule
+        SELECT fu.*, fu.fused * mu.mult AS base, mu.mult, mu.is_rule,
+               fu.fused * mu.mult * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted
+        FROM fu
         JOIN memdb.memories m ON m.id = fu.id
         LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id AND u.subject = coalesce(usage_subject, m.subject)
         CROSS JOIN LATERAL (
             SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
-                                          extract(epoch FROM v_now - m.created_at) / 86400.0, o)
-                   * CASE WHEN m.category = 'system' AND m.status = 'active'
-                          THEN 1 + system_boost ELSE 1 END AS mult
+                                          extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult,
+                   (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
-        ORDER BY fu.fused * mu.mult DESC, fu.id
+    ), c AS (
+        -- a boosted rule stays below every candidate ranked at least as high as it on every
+        -- route (a missing rank counts as last): the boost settles mixed evidence, it never
+        -- overrides unanimous evidence; `above` (how many such candidates) breaks score ties
+        SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, d.cap)) ELSE b.base END AS score,
+               d.above
+        FROM b
+        CROSS JOIN LATERAL (
+            SELECT min(o2.lifted) AS cap, count(*) AS above
+            FROM b o2
+            WHERE b.is_rule AND system_boost > 0 AND o2.id <> b.id
+              AND coalesce(o2.vector_rank, 2147483647) <= coalesce(b.vector_rank, 2147483647)
+              AND coalesce(o2.bm25_rank, 2147483647) <= coalesce(b.bm25_rank, 2147483647)
+              AND coalesce(o2.exact_rank, 2147483647) <= coalesce(b.exact_rank, 2147483647)
+        ) d
+    )
+    SELECT jsonb_agg(to_jsonb(s) ORDER BY s.pos) INTO found_rows
+    FROM (
+        SELECT c.id, row_number() OVER (ORDER BY c.score DESC, c.above, c.id) AS pos,
+               c.score, c.fused, CASE WHEN c.fused > 0 THEN c.score / c.fused ELSE c.mult END AS multiplier,
+               c.vector_rank, c.vector_score, c.bm25_rank, c.bm25_score, c.exact_rank, c.exact_score
+        FROM c
+        ORDER BY c.score DESC, c.above, c.id
         LIMIT pool
     ) s;
 
@@ -141,14 +166,14 @@ BEGIN
     RETURN QUERY
     WITH c AS (
         SELECT * FROM jsonb_to_recordset(found_rows) AS x(
-                 id uuid, score double precision, fused double precision, multiplier double precision,
+                 id uuid, pos integer, score double precision, fused double precision, multiplier double precision,
                  vector_rank integer, vector_score double precision, bm25_rank integer,
                  bm25_score double precision, exact_rank integer, exact_score double precision)
     )
     SELECT c.id, p.pick, c.score, c.fused, c.multiplier, c.vector_rank, c.vector_score,
            c.bm25_rank, c.bm25_score, c.exact_rank, c.exact_score, p.mmr_score
-    FROM memdb.mmr((SELECT array_agg(c2.id ORDER BY c2.score DESC, c2.id) FROM c c2),
-                   (SELECT array_agg(c2.score ORDER BY c2.score DESC, c2.id) FROM c c2),
+    FROM memdb.mmr((SELECT array_agg(c2.id ORDER BY c2.pos) FROM c c2),
+                   (SELECT array_agg(c2.score ORDER BY c2.pos) FROM c c2),
                    p_k, (o ->> 'mmr_lambda')::double precision) p
     JOIN c ON c.id = p.id
     ORDER BY p.pick;
