@@ -33,9 +33,12 @@ Checks, in order; a rejected item gets every reason that applies:
 
 Accepted items without ``ttl``/``expires_at`` get the TTL default of their class
 (:class:`TTLDefaults`): working memory 24 h, hypotheses 7 days, reflections 180 days, events
-(category ``events`` or kind ``episodic``) a year, knowledge, rules and preferences none. A
-*reflection* is a memory in category ``patterns`` tagged ``reflection`` (or with metadata
-``{"reflection": true}``).
+(category ``events`` or kind ``episodic``) a year; knowledge, rules, preferences and stable
+personal facts none. A *reflection* is a memory in category ``patterns`` tagged
+``reflection`` (or with metadata ``{"reflection": true}``). A *stable personal fact*
+(class ``profile``) is a fact with a profile cue (``profile_cues_en/zh``: a birthday or
+birth date, an allergy, a name, where someone lives or comes from, blood type, mother
+tongue...): "Alice 的生日是 5 月 3 日" is classified as an event but does not expire.
 
 Facts phrased as corrections ("not A, B", "actually B, not A", 不是A，是B, 不是A而是B) are
 marked (``Decision.correction``): the store then supersedes the memory they correct instead of
@@ -80,6 +83,7 @@ class TTLDefaults:
     hypothesis: float | None = 7 * DAY
     reflection: float | None = 180 * DAY
     event: float | None = 365 * DAY
+    profile: float | None = None
     knowledge: float | None = None
     rule: float | None = None
     preference: float | None = None
@@ -162,7 +166,9 @@ class WritePolicy:
     denies. ``source_order``: strongest first; a duplicate from a stronger source raises the
     stored confidence and takes over the provenance. ``detect_corrections``: look for
     correction phrasing. ``ttl``: :class:`TTLDefaults`. ``reflection_tag``: the tag marking
-    a reflection.
+    a reflection. ``profile_cues_en`` / ``profile_cues_zh``: what makes a fact a stable
+    personal fact (TTL class ``profile``, never expiring by default) even when it is
+    classified as an event.
     """
 
     min_weight: int = 6
@@ -189,6 +195,17 @@ class WritePolicy:
                                      "tool_observation", "model_inference")
     ttl: TTLDefaults = field(default_factory=TTLDefaults)
     reflection_tag: str = "reflection"
+    profile_cues_en: tuple[str, ...] = (
+        "birthday is", "birthday's", "birthday falls", "born on", "born in", "date of birth",
+        "birth date", "birthdate", "allergic", "allergy", "allergies", "intolerant",
+        "name is", "name's", "named", "goes by", "lives in", "lives at", "live in",
+        "living in", "hometown", "home town", "grew up in", "is from", "am from", "are from",
+        "comes from", "come from", "blood type", "nationality", "native language",
+        "mother tongue")
+    profile_cues_zh: tuple[str, ...] = (
+        "生日(?:是|在|为|[:：])", "出生(?:于|在|日期)", "(?<![产发])生于", "过敏", "不耐受",
+        "名字(?:是|叫)", "名叫", "叫做", "住在", "家住", "住址", "家在", "老家", "籍贯",
+        "来自", "血型", "母语", "国籍")
 
     def __post_init__(self) -> None:
         if self.model_inference not in ("hypothesis", "reject"):
@@ -203,6 +220,8 @@ class WritePolicy:
             raise InvalidInput("source_order must list every source type once")
         object.__setattr__(self, "_hedge", _cue_regex(self.hedge_cues_en, self.hedge_cues_zh))
         object.__setattr__(self, "_rule", _cue_regex(self.rule_cues_en, self.rule_cues_zh))
+        object.__setattr__(self, "_profile",
+                           _cue_regex(self.profile_cues_en, self.profile_cues_zh))
 
     # -- the checks ----------------------------------------------------------------------
     def is_filler(self, text: str) -> bool:
@@ -219,6 +238,10 @@ class WritePolicy:
     def has_rule_cue(self, text: str) -> bool:
         return bool(self._rule.search(text))  # type: ignore[attr-defined]
 
+    def is_profile_fact(self, text: str) -> bool:
+        """A stable personal fact (birthday, allergy, name, home...), zh or en."""
+        return bool(self._profile.search(text))  # type: ignore[attr-defined]
+
     def ttl_class(self, item: MemoryInput, hypothesis: bool = False) -> str:
         """Which :class:`TTLDefaults` field applies to the item."""
         if hypothesis:
@@ -231,6 +254,8 @@ class WritePolicy:
                 self.reflection_tag in (item.tags or ())
                 or (item.metadata or {}).get("reflection") is True):
             return "reflection"
+        if isinstance(item.content, str) and self.is_profile_fact(item.content):
+            return "profile"
         if item.category == Category.EVENTS or item.kind == Kind.EPISODIC:
             return "event"
         if item.category == Category.PREFERENCES:

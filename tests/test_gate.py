@@ -175,6 +175,43 @@ def test_ttl_defaults_per_kind_and_category(fields, cls, ttl):
     assert d.accepted and d.ttl_class == cls and d.item.ttl == ttl
 
 
+@pytest.mark.parametrize("text", [
+    "Alice 的生日是 5 月 3 日", "Alice's birthday is May 3", "我的生日在十月",
+    "Bob was born on 3 May 1990", "张伟出生于1990年", "张伟对花生过敏",
+    "Bob is allergic to peanuts", "She has a shellfish allergy", "我的名字叫李四",
+    "My name is Li Si", "张伟住在上海浦东", "Alice lives in Berlin", "李四的老家在成都",
+    "Priya grew up in Pune", "他的血型是 O 型", "Zhang Wei's blood type is O",
+])
+def test_stable_personal_facts_do_not_expire(text):
+    """Issue 14: a birthday got the 365-day event TTL. Classified as an event or not, a stable
+    personal fact (birthday, allergy, name, home) is class 'profile', no TTL by default."""
+    d = decide(text, **SRC)
+    assert d.accepted and d.ttl_class == "profile" and d.item.ttl is None, text
+    assert "ttl_default" not in d.codes
+    assert decide(text, **SRC, kind="episodic", category="events").ttl_class == "profile"
+
+
+@pytest.mark.parametrize("text", [
+    "昨天和张伟开会讨论了预算", "昨天是 Alice 的生日派对",
+    "We went to Alice's birthday party yesterday", "The meeting happened yesterday",
+    "发生于昨天的线上事故", "4月2日张伟把订单服务迁移到了 PostgreSQL 17",
+])
+def test_events_still_expire_after_a_year(text):
+    d = decide(text, **SRC)
+    assert d.ttl_class == "event" and d.item.ttl == 365 * DAY, text
+
+
+def test_profile_ttl_and_cues_are_configurable():
+    policy = WritePolicy(ttl=TTLDefaults(profile=3650 * DAY))
+    assert decide("Alice's birthday is May 3", policy, **SRC).item.ttl == 3650 * DAY
+    assert decide("张伟对花生过敏", policy, ttl=60, **SRC).item.ttl == 60  # explicit wins
+    no_cues = WritePolicy(profile_cues_en=(), profile_cues_zh=())
+    assert decide("Alice 的生日是 5 月 3 日", no_cues, **SRC).ttl_class == "event"
+    assert decide("张伟对花生过敏", no_cues, **SRC).ttl_class == "knowledge"
+    assert decide("Bob might be allergic to nuts", **SRC, source_type="model_inference"
+                  ).ttl_class == "hypothesis"
+
+
 def test_explicit_ttl_or_expiry_wins():
     assert decide("正在排查慢查询的原因", kind="working", ttl=60).item.ttl == 60
     d = decide("正在排查慢查询的原因", kind="working", expires_at="2100-01-01T00:00:00+00:00")
