@@ -16,6 +16,8 @@ MAX_CONTENT_CHARS = 65_536  # also a CHECK constraint on memdb.memories.content
 MAX_NAME_CHARS = 256  # tenant, subject, agent, ids, tags
 MAX_METADATA_BYTES = 65_536
 MAX_METADATA_DEPTH = 100  # nested dicts/lists, the top-level object included
+MAX_REASON_CHARS = 1_000  # a history row's reason: why, in a sentence, not a document
+MAX_OFFSET = 2**31 - 1  # list offsets are PostgreSQL integers
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -81,23 +83,24 @@ def unit(value: object, field: str) -> float:
     return struct.unpack("f", struct.pack("f", value))[0]
 
 
-def metadata(value: object) -> dict[str, Any]:
+def metadata(value: object, field: str = "metadata") -> dict[str, Any]:
+    """A JSON object of at most MAX_METADATA_BYTES; errors name ``field``."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInput("metadata must be a dict")
-    _metadata_tree(value)
+        raise InvalidInput(f"{field} must be a dict")
+    _metadata_tree(value, field)
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidInput(f"metadata is not JSON-serializable: {exc}") from exc
-    _utf8(text, "metadata")
+        raise InvalidInput(f"{field} is not JSON-serializable: {exc}") from exc
+    _utf8(text, field)
     if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
-        raise InvalidInput(f"metadata is larger than {MAX_METADATA_BYTES} bytes as JSON")
+        raise InvalidInput(f"{field} is larger than {MAX_METADATA_BYTES} bytes as JSON")
     return value
 
 
-def _metadata_tree(value: dict[str, Any]) -> None:
+def _metadata_tree(value: dict[str, Any], field: str = "metadata") -> None:
     """Refuse what JSON would not store as given: a NUL in any key or string (a literal
     backslash-u-0000 is fine), keys that are not strings, and nesting deeper than
     MAX_METADATA_DEPTH (json and psycopg recurse: a deeper tree raises RecursionError)."""
@@ -106,14 +109,14 @@ def _metadata_tree(value: dict[str, Any]) -> None:
         item, depth = stack.pop()
         if isinstance(item, str):
             if "\x00" in item:
-                raise InvalidInput("metadata contains a NUL character")
+                raise InvalidInput(f"{field} contains a NUL character")
         elif isinstance(item, (dict, list, tuple)):
             if depth > MAX_METADATA_DEPTH:
-                raise InvalidInput(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels")
+                raise InvalidInput(f"{field} is nested deeper than {MAX_METADATA_DEPTH} levels")
             if isinstance(item, dict):
                 if not all(isinstance(k, str) for k in item):
                     # json.dumps would turn 1 into "1" (and {1: .., "1": ..} into one key)
-                    raise InvalidInput("metadata keys must be strings")
+                    raise InvalidInput(f"{field} keys must be strings")
                 stack.extend((k, depth) for k in item)
                 stack.extend((v, depth + 1) for v in item.values())
             else:
@@ -171,3 +174,15 @@ def positive_int(value: object, field: str, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise InvalidInput(f"{field} must be an integer from 1 to {maximum}, got {value!r}")
     return value
+
+
+def offset(value: object, field: str = "offset") -> int:
+    """A list offset: an integer from 0 to MAX_OFFSET."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
+        raise InvalidInput(f"{field} must be an integer from 0 to {MAX_OFFSET}, got {value!r}")
+    return value
+
+
+def reason(value: object) -> str | None:
+    """Why a change was made, for its history rows: None or at most MAX_REASON_CHARS."""
+    return optional_text(value, "reason", MAX_REASON_CHARS)
