@@ -708,3 +708,122 @@ def test_cli_ingest_documents_search_and_remove(fresh_db, docs, monkeypatch, tmp
     assert _json.loads(run("remove-document", "kb:stdin", "--json").stdout) == {"removed": 1}
     bad = run("ingest", str(docs), "--chunk-tokens", "4")
     assert bad.exit_code == 1 and bad.stderr.startswith("error: ")
+
+
+# -- special files: only regular files are read (issue 14) -------------------------------------
+def _special_files(root: Path) -> dict[str, Path]:
+    """A regular file, a FIFO, a symlink to the FIFO and a Unix socket, all named *.md."""
+    import socket
+
+    root.mkdir()
+    (root / "good.md").write_text("# Good\n\nA regular file is read.", encoding="utf-8")
+    fifo = root / "pipe.md"
+    os.mkfifo(fifo)
+    os.symlink(fifo, root / "link.md")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(root / "sock.md"))
+    sock.close()  # the socket file stays
+    return {"fifo": fifo, "link": root / "link.md", "socket": root / "sock.md"}
+
+
+def _release(fifo: Path) -> None:
+    """Unblock a reader stuck opening the FIFO (the old code), so the test can end."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass  # no reader waiting
+
+
+def test_ingest_reports_fifo_socket_and_symlink_to_fifo_and_never_blocks(hstore, tmp_path, raw):
+    root = tmp_path / "special"
+    special = _special_files(root)
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        box["folder"] = hstore.ingest(root)
+        box["named"] = hstore.ingest([special["fifo"], special["link"]])
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():
+        _release(special["fifo"])
+        worker.join(10)
+        _release(special["fifo"])
+        pytest.fail("ingest blocked on a FIFO")
+    by_name = {f.uri.rsplit("/", 1)[-1]: f for f in box["folder"].files}  # type: ignore[attr-defined]
+    assert by_name["good.md"].status == "created"
+    for name in ("pipe.md", "link.md", "sock.md"):
+        assert by_name[name].status == "error", by_name[name]
+        assert by_name[name].error_kind == "not_regular"
+    assert "FIFO" in by_name["pipe.md"].error and "FIFO" in by_name["link.md"].error
+    assert "socket" in by_name["sock.md"].error
+    named = box["named"].files  # type: ignore[attr-defined]
+    assert [f.error_kind for f in named] == ["not_regular", "not_regular"]
+    assert raw.execute("SELECT count(*) FROM memdb.documents").fetchone()[0] == 1
+
+
+def test_reading_refuses_a_file_swapped_for_a_fifo_after_discovery(tmp_path):
+    """The reader itself checks the opened descriptor: a regular file replaced by a FIFO
+    between discovery and reading is reported, not waited on."""
+    from memdb.ingest._readers import FileProblem, read_regular
+
+    fifo = tmp_path / "late.md"
+    os.mkfifo(fifo)
+    started = time.perf_counter()
+    with pytest.raises(FileProblem) as info:
+        read_regular(fifo, 1000)
+    assert info.value.kind == "not_regular" and time.perf_counter() - started < 5
+
+
+def test_cli_ingest_of_a_folder_with_a_fifo_returns(fresh_db, tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+
+    root = tmp_path / "special"
+    special = _special_files(root)
+    env = {**os.environ, "MEMDB_HOME": str(tmp_path / "home"), "MEMDB_EMBEDDER": "local"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "from memdb.cli import main; main()", "--dsn", fresh_db,
+             "ingest", str(root), "--json"],
+            capture_output=True, text=True, timeout=120, env=env)
+    except subprocess.TimeoutExpired:
+        _release(special["fifo"])
+        pytest.fail("memdb ingest blocked on a FIFO")
+    assert done.returncode == 1, done.stderr  # some files failed: reported, the rest ingested
+    data = _json.loads(done.stdout)
+    assert data["counts"] == {"created": 1, "error": 3}
+    assert {f["error_kind"] for f in data["files"] if f["status"] == "error"} == {"not_regular"}
+
+
+# -- text sources name the bad field (issue 14) -------------------------------------------------
+@pytest.mark.parametrize(("fields", "named"), [
+    ({"id": "doc-1", "text": "hello \x00 world"}, "text source text"),
+    ({"id": "doc\x002", "text": "hello"}, "text source id"),
+    ({"id": "doc-3", "text": "hello", "title": "ti\x00tle"}, "text source title"),
+    ({"id": "doc-4", "text": "hello", "metadata": {"k": "v\x00"}}, "text source metadata"),
+    ({"id": "doc-5", "text": "lone \ud800 surrogate"}, "text source text"),
+])
+def test_text_source_with_nul_names_the_field_and_writes_nothing(hstore, raw, fields, named):
+    before = _counts(raw)
+    with pytest.raises(InvalidInput, match=named):
+        TextSource(**fields)
+    with pytest.raises(InvalidInput, match=named):
+        hstore.ingest([fields])
+    assert _counts(raw) == before
+
+
+def test_list_documents_offset_is_bounded(hstore):
+    with pytest.raises(InvalidInput, match="2147483647"):
+        hstore.documents(offset=2**31)
+    assert hstore.documents(offset=2**31 - 1) == []
+
+
+def test_ingested_chunks_are_created_by_the_store_actor(fresh_db, raw):
+    with MemoryStore(fresh_db, embedder=HashEmbedder(), actor="indexer-1") as s:
+        s.ingest([TextSource("kb:actor", "# Actor\n\nChunks record who ingested them.")])
+    rows = raw.execute("""SELECT m.created_by, h.actor FROM memdb.memories m
+                          JOIN memdb.memory_history h ON h.memory_id = m.id""").fetchall()
+    assert rows and all(r == ("indexer-1", "indexer-1") for r in rows)

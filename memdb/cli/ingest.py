@@ -144,7 +144,7 @@ def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
         if path == "-":
             if not text_id:
                 raise InvalidInput("reading stdin ('-') needs --id DOCUMENT_ID")
-            sources.append(TextSource(text_id, sys.stdin.read()))
+            sources.append(TextSource(text_id, sys.stdin.read().removeprefix("\ufeff")))
         else:
             sources.append(path)
     progress = _Progress(enabled=not as_json and not quiet)

@@ -113,8 +113,7 @@ class Ingest:
         """This tenant's documents (optionally one subject's, or URIs starting with
         ``prefix``), by URI."""
         v.positive_int(limit, "limit", 100_000)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset must be a non-negative integer")
+        v.offset(offset)
         with self._transaction() as conn:  # type: ignore[attr-defined]
             rows = conn.execute(_sql.query("list_documents"), {
                 "tenant": self.tenant, "subject": v.optional_name(subject, "subject"),  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 from .. import _sql
 from ..errors import EmbeddingError, Forbidden, InvalidInput, MissingDependency, translate
 from ._chunker import Chunk, ChunkOptions, chunk_text
-from ._readers import FileProblem, extract, format_for
+from ._readers import FileProblem, extract, format_for, read_regular
 from ._report import FileResult, IngestReport
 from ._sources import Source, discover
 from ._tokens import TokenCounter
@@ -136,14 +136,7 @@ class _Run:
         if size > self.s.max_bytes:
             raise FileProblem("too_large", f"{size} bytes is over the limit of "
                                            f"{self.s.max_bytes} bytes (max_bytes)")
-        try:
-            with open(source.path, "rb") as fh:
-                data = fh.read(self.s.max_bytes + 1)
-        except IsADirectoryError:
-            raise FileProblem("unreadable", f"{source.path} is a folder") from None
-        except OSError as exc:
-            kind = "symlink_loop" if exc.errno == 40 else "unreadable"
-            raise FileProblem(kind, f"cannot read {source.path}: {exc.strerror}") from None
+        data = read_regular(source.path, self.s.max_bytes)  # a FIFO is reported, never waited on
         if len(data) > self.s.max_bytes:
             raise FileProblem("too_large", f"over the limit of {self.s.max_bytes} bytes")
         return data, len(data)

@@ -10,15 +10,19 @@ UTF-16 (with BOM) and GB18030/GBK, which are recognised without it.
 from __future__ import annotations
 
 import codecs
+import errno
 import html
 import io
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MissingDependency
 
-__all__ = ["Extracted", "FileProblem", "FORMATS", "format_for", "decode", "extract"]
+__all__ = ["Extracted", "FileProblem", "FORMATS", "format_for", "decode", "extract",
+           "not_regular", "read_regular"]
 
 FORMATS = {
     ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".mdown": "markdown",
@@ -48,6 +52,45 @@ class Extracted:
     title: str | None
     encoding: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISDIR, "a folder"))
+
+
+def not_regular(path: object, mode: int) -> FileProblem:
+    """The problem of a path that is not a regular file (kind ``not_regular``)."""
+    what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return FileProblem("not_regular", f"{path} is {what}, not a regular file: skipped")
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of a regular file. Opened non-blocking and checked on
+    the open descriptor, so a FIFO (or a file swapped for one after discovery) is reported
+    instead of blocking the reader forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise FileProblem("not_regular", f"{path} is a folder, not a regular file") from None
+    except OSError as exc:
+        kind = {errno.ELOOP: "symlink_loop",  # ENXIO: a socket cannot be opened as a file
+                errno.ENXIO: "not_regular"}.get(exc.errno or 0, "unreadable")
+        raise FileProblem(kind, f"cannot read {path}: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise not_regular(path, mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            return fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise FileProblem("unreadable", f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def format_for(name: str) -> str | None:

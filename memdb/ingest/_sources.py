@@ -1,6 +1,8 @@
 """Finding what to ingest: files named directly, folders walked recursively (include/exclude
 globs, hidden entries skipped, symlinked folders followed once, loops reported), raw texts
-given with a document id, and the allowed root every file must resolve inside.
+given with a document id, and the allowed root every file must resolve inside. Only regular
+files are read: a FIFO, socket or device (or a symlink to one) is reported, never opened (a
+FIFO would block the run forever).
 """
 
 from __future__ import annotations
@@ -8,15 +10,19 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _validate as v
 from ..errors import InvalidInput
-from ._readers import FORMATS, FileProblem, format_for
+from ._readers import FORMATS, FileProblem, format_for, not_regular
 
 __all__ = ["TextSource", "Source", "discover", "file_uri"]
+
+_NO_LIMIT = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +38,13 @@ class TextSource:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip() or len(self.id) > 4096:
             raise InvalidInput("a text source needs a document id (1 to 4096 characters)")
+        v.optional_text(self.id, "text source id", 4096)  # a NUL or lone surrogate, named
         if not isinstance(self.text, str):
             raise InvalidInput("a text source's text must be a string")
+        v.optional_text(self.text, "text source text", _NO_LIMIT)  # (max_bytes is checked later)
+        v.optional_text(self.title, "text source title", _NO_LIMIT)
+        if self.metadata is not None:
+            v.metadata(self.metadata, "text source metadata")
         if self.format not in ("markdown", "text"):
             raise InvalidInput("a text source's format must be 'markdown' or 'text'")
 
@@ -112,6 +123,14 @@ def _file_source(full: str, rel: str, root_real: str | None) -> Source:
     if root_real is not None and not _inside(real, root_real):
         source.problem = FileProblem("outside_root",
                                      f"{full} is outside the allowed root {root_real}")
+        return source
+    try:
+        mode = os.stat(full).st_mode  # follows symlinks: a link to a FIFO is a FIFO
+    except OSError as exc:
+        source.problem = FileProblem("unreadable", f"cannot stat {full}: {exc.strerror}")
+        return source
+    if not stat.S_ISREG(mode):
+        source.problem = not_regular(full, mode)
     return source
 
 
