@@ -41,7 +41,7 @@ from .errors import DatabaseError, DatabaseUnavailable, InvalidInput, NotFound
 from .filters import Filter
 from .models import Memory, SearchHit
 from .planner import Planner, QueryPlan
-from .redact import redact
+from .redact import redact, secrets_in
 from .search import DEFAULT_OPTIONS, SearchOptions, SearchResults
 
 __all__ = ["RecallMixin", "RecallResults", "RecallStatus", "RECALL_OPTIONS", "DEFAULT_BACKSTOP",
@@ -295,9 +295,10 @@ class RecallMixin:
             candidates = [{"id": str(r["id"]), "score": r["score"], "category": r["category"],
                            "routes": r["routes"]} for r in rows]
         plan_json = plan.to_json()
-        plan_json["query"] = redact(plan.query)
+        found = secrets_in(query) + secrets_in(plan.query)  # sub-queries may quote them bare
+        plan_json["query"] = redact(plan.query, also=found)
         for q in plan_json["queries"]:
-            q["text"] = redact(q["text"])
+            q["text"] = redact(q["text"], also=found)
         return conn.execute(_sql.query("insert_trace"), {
             "tenant": self.tenant, "subject": self._trace_subject(flt), "query": redact(query),
             "intent": plan.intent, "plan_source": plan.source, "fallback": out.fallback,

@@ -155,3 +155,53 @@ def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
             assert result.exit_code == 1 and "embedding request" in result.stderr, result.output
             assert leaks(result.output, log_text(logs)) == []
         assert len(api.requests) >= 2
+
+
+# -- trace redaction (memdb.redact): Chinese, English and mixed text (issue 14) -------------------
+from memdb.redact import redact as redact_trace  # noqa: E402
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), [
+    # secrets right next to Chinese characters: no word boundary there for \b
+    ("手机号13812345678", "13812345678", "phone"),
+    ("我的电话是13812345678", "13812345678", "phone"),
+    ("电话：010-12345678", "12345678", "phone"),
+    ("密码hunter2", "hunter2", "secret"),
+    ("口令abc123，别告诉别人", "abc123", "secret"),
+    ("密钥sk-abcdefghijklmnopqrstuvwx", "abcdefghijklmnop", "secret"),
+    ("令牌ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdef", "secret"),
+    ("AWS密钥AKIAABCDEFGHIJKLMNOP结束", "AKIAABCDEFGHIJKLMNOP", "secret"),
+    ("连接postgresql://app:s3cret@db/x", "s3cret", "secret"),
+    ("邮箱wangwu@example.com", "wangwu@example.com", "email"),
+    ("身份证11010119900307123X", "11010119900307123X", "id_number"),
+    ("哈希d41d8cd98f00b204e9800998ecf8427e结束", "d41d8cd98f00b204e9800998ecf8427e", "secret"),
+    # English and mixed
+    ("call me at 13812345678 tomorrow", "13812345678", "phone"),
+    ("my password is hunter2", "hunter2", "secret"),
+    ("Alice的手机13812345678, password: pa55word", "13812345678", "phone"),
+    ("Alice的手机13812345678, password: pa55word", "pa55word", "secret"),
+])
+def test_trace_redaction_next_to_chinese_english_and_mixed(text, secret, label):
+    out = redact_trace(text)
+    assert secret not in out and f"[REDACTED:{label}]" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "2024-05-03 开会", "会议在 2024年5月3日 10:30", "Alice 的生日是 5 月 3 日",
+    "版本 3.11.4 和 v1.2.3", "PostgreSQL 18 and pgvector 0.8.6", "订单 20240503 共 3 件",
+    "价格 1299 元", "密码学很有意思", "口令很重要", "the meeting is on 2024-05-03 at 10:30",
+    "上次那个项目 in 2024, k=5", "call ORD13812345678 later",
+])
+def test_trace_redaction_keeps_ordinary_numbers_and_words(text):
+    assert redact_trace(text) == text
+
+
+def test_recall_trace_keeps_no_phone_number_next_to_chinese(fresh_db, embedder):
+    query = "帮我记一下，我的电话是13812345678，密码hunter2"
+    with MemoryStore(fresh_db, embedder=embedder, gate=None) as store:
+        store.add("王五喜欢喝乌龙茶", subject="wangwu")
+        res = store.recall(query, k=3, trace=True)
+        stored = store.trace(res.trace_id)
+    text = json.dumps(stored, ensure_ascii=False, default=str)
+    assert "13812345678" not in text and "hunter2" not in text
+    assert "[REDACTED:phone]" in stored["query"] and "[REDACTED:secret]" in stored["query"]
