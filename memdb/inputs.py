@@ -6,6 +6,7 @@ Shared by the write gate (:mod:`memdb.gate`, which reads and adjusts inputs) and
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -16,9 +17,26 @@ from .classify import category_fields
 from .errors import InvalidInput
 from .models import Category, Kind, Scope, SourceType
 
-__all__ = ["MemoryInput", "STATUSES", "as_input"]
+__all__ = ["MemoryInput", "STATUSES", "as_input", "TSVECTOR_LIMIT", "keyword_index_may_overflow"]
 
 STATUSES = ("active", "hypothesis")
+
+# PostgreSQL keeps at most 1 MB of distinct lexemes in one tsvector (a memory's keyword index)
+TSVECTOR_LIMIT = 1_048_575
+# lexeme bytes per byte of (NFKC-normalized) text, at most: a CJK character (3 bytes) gives
+# its unigram and the bigram it starts (9 bytes); other words give at most their own bytes
+_LEXEME_BYTES_PER_BYTE = 3
+
+
+def keyword_index_may_overflow(content: str, search_context: str | None) -> bool:
+    """Whether ``content`` and ``search_context`` might make a keyword index over
+    :data:`TSVECTOR_LIMIT` (false: they surely fit; true: ask the database,
+    ``memdb.keyword_index_fits``). Only texts of several hundred kB come near it."""
+    chars = len(content) + 1 + len(search_context or "")
+    if chars * 18 * 4 * _LEXEME_BYTES_PER_BYTE < TSVECTOR_LIMIT:
+        return False  # NFKC makes at most 18 characters of one, of at most 4 bytes each
+    text = unicodedata.normalize("NFKC", f"{content} {search_context or ''}")
+    return len(text.encode("utf-8", "surrogatepass")) * _LEXEME_BYTES_PER_BYTE >= TSVECTOR_LIMIT
 
 
 @dataclass
@@ -61,7 +79,14 @@ class MemoryInput:
 
     def __post_init__(self) -> None:
         # classify before the write gate sees the item: a rule classified into `system` is
-        # gated as a rule
+        # gated as a rule. A content that is no string or over the size limit is refused
+        # first: classifying 10 MB took seconds only to be refused afterwards.
+        if not isinstance(self.content, str) or len(self.content) > v.MAX_CONTENT_CHARS:
+            v.content(self.content)
+        if self.search_context is not None and (
+                not isinstance(self.search_context, str)
+                or len(self.search_context) > v.MAX_CONTENT_CHARS):
+            v.optional_text(self.search_context, "search_context")
         if self.category is None:
             fields = category_fields(self.content, self.metadata, None)
             self.category = Category(fields["category"])

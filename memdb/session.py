@@ -92,7 +92,7 @@ def _strings(value: object, name: str) -> tuple[str, ...]:
         return ()
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise InvalidInput(f"working state {name} must be a list of strings")
-    return tuple(v.content(item, f"{name} item") for item in value)
+    return tuple(v.content(item, f"working state {name} item") for item in value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ class WorkingState:
 
     def __post_init__(self) -> None:  # normalize and validate whatever was passed
         if self.goal is not None:
-            object.__setattr__(self, "goal", v.content(self.goal, "goal"))
+            object.__setattr__(self, "goal", v.content(self.goal, "working state goal"))
         for name in ("constraints", "steps_done", "plan"):
             object.__setattr__(self, name, _strings(getattr(self, name), name))
         budget = self.budget or {}
@@ -126,7 +126,7 @@ class WorkingState:
         object.__setattr__(self, "budget", dict(budget))
         object.__setattr__(self, "notes", v.metadata(dict(self.notes or {})
                                                      if isinstance(self.notes, Mapping)
-                                                     else self.notes))
+                                                     else self.notes, "working state notes"))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], version: int = 0) -> WorkingState:

@@ -37,7 +37,7 @@ from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .graph import Graph
 from .ingest import Ingest
-from .inputs import MemoryInput, as_input
+from .inputs import MemoryInput, as_input, keyword_index_may_overflow
 from .lifecycle import Lifecycle
 from .models import (
     AddResult,
@@ -155,6 +155,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
             raise InvalidInput(f"on_embedding_error must be one of {EMBEDDING_ERROR_POLICIES}, "
                                f"got {policy!r}")
         self.on_embedding_error = policy
+        v.positive_int(pool_size, "pool_size", 1000)  # before connecting: the pool's own check
         self.db = Database(dsn, max_size=pool_size)
         self._embedder = embedder
         self._space_id: int | None = None
@@ -210,7 +211,8 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         return self.db.transaction(tenant=self.tenant, subject=self.subject)
 
     def _begin(self, conn: Any, reason: str | None) -> None:
-        conn.execute(_sql.query("set_context"), {"actor": self.actor or "", "reason": reason or ""})
+        conn.execute(_sql.query("set_context"),
+                     {"actor": self.actor or "", "reason": v.reason(reason) or ""})
 
     # -- writes ----------------------------------------------------------------------------
     def add(self, content: str, *, reason: str | None = None,
@@ -225,6 +227,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         timedelta) or expires_at, created_at, norm_key, search_context, uri, embedding, rule
         (an explicit rule flag for the gate), status.
         """
+        v.reason(reason)
         result = self.add_many([as_input({"content": content, **fields})], reason=reason,
                                gate=gate, bypass_gate=bypass_gate, dry_run=dry_run)[0]
         if result.rejected:
@@ -267,6 +270,11 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         same scope and category, with the same words), rejected. Malformed input
         (InvalidInput) still fails the whole call before anything is written.
         """
+        v.reason(reason)
+        if items is None or isinstance(items, (str, bytes, dict, MemoryInput)) \
+                or not isinstance(items, Iterable):
+            raise InvalidInput("items must be a list of memories (MemoryInput, dict or str), "
+                               f"got {type(items).__name__}")
         inputs = [as_input(i) for i in items]
         if not inputs:
             return []
@@ -274,6 +282,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         policy = self._policy(gate)
         for i in inputs:
             i.to_item()  # malformed input fails the call, gate or not
+        self._check_keyword_index([(i.content, i.search_context) for i in inputs])
         decisions = [None if policy is None else policy.decide(i, enforce=not bypass_gate)
                      for i in inputs]
         results: list[AddResult | None] = [None] * len(inputs)
@@ -342,6 +351,23 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         return [_result(row, decision, dry_run, deferred=n in deferred)
                 for n, (row, (_item, decision)) in enumerate(zip(rows, todo, strict=True))]
 
+    def _check_keyword_index(self, texts: list[tuple[str, str | None]]) -> None:
+        """InvalidInput, before the gate and embedding, for a (content, search_context) whose
+        keyword index would pass PostgreSQL's 1 MB tsvector limit; only texts big enough to
+        come near it are asked about (``memdb.keyword_index_fits``)."""
+        big = [(n, c, s) for n, (c, s) in enumerate(texts) if keyword_index_may_overflow(c, s)]
+        if not big:
+            return
+        with self._transaction() as conn:
+            for n, content, context in big:
+                if not conn.execute(_sql.query("keyword_index_fits"), {
+                        "content": content, "search_context": context}).fetchone()["fits"]:
+                    which = f"item {n + 1}: " if len(texts) > 1 else ""
+                    raise InvalidInput(
+                        f"{which}content and search_context make a keyword index over "
+                        "PostgreSQL's 1 MB tsvector limit (too many distinct words or CJK "
+                        "bigrams); shorten them or split the memory")
+
     def _embed_passages(self, texts: list[str]) -> np.ndarray | None:
         """Vectors for texts to store, or None when the provider failed and the policy is
         ``defer`` (the rows are then stored without embeddings, queued for reembed())."""
@@ -364,6 +390,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         nothing), unless ``bypass_gate`` or ``gate=None``.
         """
         mid = _uuid(memory_id)
+        v.reason(reason)
         if not changes and embedding is None:
             raise InvalidInput("nothing to update")
         clean: dict[str, Any] = {}
@@ -403,6 +430,10 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         if "content" in clean and "category" not in clean:
             current = self.get(mid)
             clean.update(_reclassified(current, clean))
+        if "content" in clean or "search_context" in clean:
+            current = current or self.get(mid)
+            self._check_keyword_index([(clean.get("content", current.content),
+                                        clean.get("search_context", current.search_context))])
         policy = self._policy(gate)
         if policy is not None and not bypass_gate and _GATED_FIELDS.intersection(clean):
             current = current or self.get(mid)
@@ -533,8 +564,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         conditions such as subject=, kind=, category=, tags=, metadata=), newest first."""
         flt = Filter.of(filter, **conditions).to_json()
         v.positive_int(limit, "limit", 100_000)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset must be a non-negative integer")
+        v.offset(offset)
         with self._transaction() as conn:
             rows = conn.execute(_sql.query("list_memories"), {
                 "tenant": self.tenant, "filter": Jsonb(flt), "limit": limit, "offset": offset,

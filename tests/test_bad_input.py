@@ -449,3 +449,98 @@ def test_jsonb_filter_values_are_parameters(store, raw):
         (Jsonb({"subject": INJECTIONS[0]}),),
     ).fetchall()
     assert rows == [("bobby tables",)]
+
+
+# -- issue 14: wrong or untyped errors, each refused before anything is written ----------------
+def test_list_offset_past_a_postgres_integer_is_invalid_input(s, sraw):
+    error = check(sraw, InvalidInput, lambda: s.list(offset=2**31))
+    assert "offset" in str(error) and "2147483647" in str(error)
+    assert s.list(offset=2**31 - 1) == []
+
+
+@pytest.mark.parametrize("items", [None, 5, "Alice prefers tea", b"bytes",
+                                   {"content": "a dict is one memory, not a list"}])
+def test_add_many_needs_a_list(s, sraw, items):
+    error = check(sraw, InvalidInput, lambda: s.add_many(items))
+    assert "items" in str(error)
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 2.5, "4", 10**6])
+def test_pool_size_is_checked_before_connecting(shared_dsn, embedder, size):
+    with pytest.raises(MemdbError) as info:  # a server that is not there is never asked
+        MemoryStore("postgresql://nobody@127.0.0.1:1/x?connect_timeout=2", pool_size=size)
+    assert type(info.value) is InvalidInput and "pool_size" in str(info.value)
+    with pytest.raises(InvalidInput, match="pool_size"):
+        MemoryStore(shared_dsn, embedder=embedder, pool_size=size)
+
+
+def test_reason_with_nul_or_too_long_is_refused_naming_it(s, sraw):
+    mid = s.list()[0].id
+    for reason in ("why \x00 not", "lone \ud800", "r" * 1_001, "长" * 1_001, 42):
+        for call in (lambda r=reason: s.add("a memory with a bad reason", reason=r),
+                     lambda r=reason: s.add_many(["a memory with a bad reason"], reason=r),
+                     lambda r=reason: s.update(mid, importance=0.3, reason=r),
+                     lambda r=reason: s.delete(mid, reason=r)):
+            error = check(sraw, InvalidInput, call)
+            assert "reason" in str(error)
+
+
+def test_reason_of_a_thousand_characters_is_kept(store):
+    r = store.add("a memory with a long reason", reason="理" * 1_000)
+    assert store.history(r.id)[0].reason == "理" * 1_000
+
+
+def test_working_state_errors_name_the_working_state(s, sraw):
+    for state, named in (({"notes": {"x": "a" * 70_000}}, "working state notes"),
+                         ({"notes": {"x": "nul \x00"}}, "working state notes"),
+                         ({"goal": "g" * 70_000}, "working state goal"),
+                         ({"plan": ["ok", "nul \x00"]}, "working state plan")):
+        error = check(sraw, InvalidInput,
+                      lambda st=state: s.set_state("bad-state", st, expected_version=0))
+        assert named in str(error) and "metadata" not in str(error)
+
+
+def test_cli_add_from_stdin_drops_a_utf8_bom(fresh_db, raw, tmp_path, monkeypatch):
+    from tests.cli_helpers import run
+
+    monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
+    result = run(fresh_db, "add", "--no-gate", "-", "--json",
+                 input="\ufeff王五喜欢喝乌龙茶\n")
+    assert result.exit_code == 0, result.output
+    (content,) = raw.execute("SELECT content FROM memdb.memories").fetchone()
+    assert content == "王五喜欢喝乌龙茶\n" and not content.startswith("\ufeff")
+
+
+@pytest.mark.parametrize(("item", "named"), [
+    ({"content": "born expired", "ttl_seconds": -5}, "ttl_seconds"),
+    ({"content": "born expired", "ttl_seconds": 0}, "ttl_seconds"),
+    ({"content": 5}, "content"),
+    ({"content": None}, "content"),
+    ({"content": {"text": "nested"}}, "content"),
+    ({"subject": "alice"}, "content"),
+    ({"content": "unknown key", "bogus": 1}, "bogus"),
+    ({"content": "typo", "ttl": 60}, "ttl"),
+    ({"content": "wrong type", "subject": 5}, "subject"),
+    ({"content": "wrong type", "importance": "high"}, "importance"),
+    ({"content": "wrong type", "tags": "a,b"}, "tags"),
+    ({"content": "wrong type", "metadata": [1, 2]}, "metadata"),
+])
+def test_sql_add_memories_refuses_bad_items_naming_the_key(sraw, item, named):
+    """From psql: a malformed item raises invalid_parameter_value (22023) naming its key, and
+    nothing of the batch is written (the good item before it neither)."""
+    for fn in ("add_memories", "write_memories"):
+        before = snapshot(sraw)
+        with pytest.raises(psycopg.Error) as info:
+            sraw.execute(f"SELECT * FROM memdb.{fn}(%s)",
+                         (Jsonb([{"content": "a good item first"}, item]),))
+        assert info.value.sqlstate == "22023", info.value
+        assert named in str(info.value) and "item 2" in str(info.value)
+        assert snapshot(sraw) == before
+
+
+def test_sql_add_memories_refuses_an_item_that_is_no_object(sraw):
+    before = snapshot(sraw)
+    with pytest.raises(psycopg.Error) as info:
+        sraw.execute("SELECT * FROM memdb.add_memories(%s)", (Jsonb(["just a string"]),))
+    assert info.value.sqlstate == "22023" and "JSON object" in str(info.value)
+    assert snapshot(sraw) == before

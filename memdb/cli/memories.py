@@ -73,8 +73,8 @@ def add(text: str, as_json: bool, reason: str | None, metadata: str | None,
     merged; a new version of a --norm-key slot, or a correction ("不是A，是B"), supersedes
     the old one. A refused memory prints the gate's reasons and exits with status 1.
     """
-    if text == "-":
-        text = sys.stdin.read()
+    if text == "-":  # a UTF-8 BOM (Windows editors, PowerShell pipes) is not content
+        text = sys.stdin.read().removeprefix("\ufeff")
     result = store().add_many([{"content": text, "metadata": parse_metadata(metadata),
                                 "tags": list(tags) or None, **fields}],
                               reason=reason, bypass_gate=no_gate, dry_run=dry_run)[0]

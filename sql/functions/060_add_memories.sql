@@ -6,7 +6,12 @@
 -- memories columns (content required; tenant, subject, agent, scope, project_id, session_id,
 -- kind, category, uri, search_context, norm_key, importance, confidence, source_type,
 -- source_id, created_by, metadata, tags, created_at, expires_at or ttl_seconds, status,
--- tag_version (the classification rules' version when the category was classified) optional). p_embeddings[i] is item i's vector (or NULL) in space p_space_id.
+-- tag_version (the classification rules' version when the category was classified) optional;
+-- created_by defaults to the setting memdb.actor). p_embeddings[i] is item i's vector (or
+-- NULL) in space p_space_id. The items are checked first, as memdb.write_memories does: an
+-- unknown key, a content that is no JSON string, a text key that is no string, or a
+-- ttl_seconds <= 0 raises invalid_parameter_value (22023) naming the item and key, and
+-- nothing is written.
 -- Dedup: content whose normal form (memdb.normalize_text) already has a current row in the
 -- same scope (tenant, subject, scope, project_id, session_id) does not make a second row:
 -- the existing row is bumped (memdb.bump_memory: access_count, last_accessed_at, the higher

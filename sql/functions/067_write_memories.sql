@@ -20,6 +20,12 @@
 --               'merged near-duplicate (cosine ...): <text>') records what was merged;
 --               related_id is that row, similarity the cosine;
 --   created / hypothesis   a new row (status 'active' / 'hypothesis').
+-- Every item is checked before anything is locked or written (a bad one fails the whole call,
+-- invalid_parameter_value 22023, naming the item and the key): it must be a JSON object with
+-- only the keys above; content a string; text keys strings; importance, confidence and
+-- tag_version numbers; ttl_seconds a number > 0 (a row born expired would be invisible);
+-- metadata an object; tags an array. created_by defaults to the actor (setting memdb.actor,
+-- which MemoryStore(actor=...) sets); history rows record the same actor.
 -- Options: near_dup_threshold (cosine; absent or null: no near-duplicate merging),
 -- correction_threshold (default 0.93), source_order (see memdb.source_strength).
 -- Items are processed in input order, each seeing the ones before it (a repeat of an item
@@ -43,7 +49,8 @@ DECLARE
     corr_t double precision := coalesce((o ->> 'correction_threshold')::double precision, 0.93);
     src_order jsonb := o -> 'source_order';
     caller_reason text := coalesce(current_setting('memdb.reason', true), '');
-    v_actor text := coalesce(nullif(current_setting('memdb.actor', true), ''), session_user);
+    v_actor_setting text := current_setting('memdb.actor', true);
+    v_actor text := coalesce(nullif(v_actor_setting, ''), session_user);
     lock_key bigint;
     r record;
     cand memdb.memories;
@@ -55,10 +62,58 @@ DECLARE
     old_ids uuid[];
     why text;
     made uuid[] := '{}';
+    bad text;
+    chk record;
+    c_text_keys constant text[] := ARRAY['tenant', 'subject', 'agent', 'scope', 'project_id',
+        'session_id', 'kind', 'category', 'content', 'uri', 'search_context', 'norm_key',
+        'source_type', 'source_id', 'created_by', 'created_at', 'expires_at', 'status',
+        'correction_of'];
+    c_number_keys constant text[] := ARRAY['importance', 'confidence', 'tag_version',
+                                           'ttl_seconds'];
 BEGIN
     IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array' THEN
         RAISE EXCEPTION 'items must be a JSON array' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    FOR chk IN SELECT i.ord::integer AS ord, i.item
+             FROM jsonb_array_elements(p_items) WITH ORDINALITY AS i(item, ord) ORDER BY i.ord
+    LOOP
+        IF jsonb_typeof(chk.item) <> 'object' THEN
+            RAISE EXCEPTION 'item %: a memory must be a JSON object, got %', chk.ord, jsonb_typeof(chk.item)
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO bad
+        FROM jsonb_object_keys(chk.item) k
+        WHERE k <> ALL (c_text_keys || c_number_keys || ARRAY['metadata', 'tags']);
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'item %: unknown key %', chk.ord, bad
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'keys: ' || array_to_string(c_text_keys || c_number_keys || ARRAY['metadata', 'tags'], ', ');
+        END IF;
+        IF jsonb_typeof(chk.item -> 'content') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION 'item %: content must be a JSON string, got %', chk.ord,
+                coalesce(jsonb_typeof(chk.item -> 'content'), 'nothing')
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT string_agg(format('%s (%s, expected %s)', e.key, jsonb_typeof(e.value),
+                                 CASE WHEN e.key = ANY (c_text_keys) THEN 'string'
+                                      WHEN e.key = ANY (c_number_keys) THEN 'number'
+                                      WHEN e.key = 'metadata' THEN 'object' ELSE 'array' END),
+                          ', ' ORDER BY e.key) INTO bad
+        FROM jsonb_each(chk.item) e
+        WHERE jsonb_typeof(e.value) <> 'null'
+          AND jsonb_typeof(e.value) <> CASE WHEN e.key = ANY (c_text_keys) THEN 'string'
+                                            WHEN e.key = ANY (c_number_keys) THEN 'number'
+                                            WHEN e.key = 'metadata' THEN 'object'
+                                            ELSE 'array' END;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'item %: wrong type for %', chk.ord, bad
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF (chk.item ->> 'ttl_seconds')::double precision <= 0 THEN
+            RAISE EXCEPTION 'item %: ttl_seconds must be positive, got %', chk.ord, chk.item ->> 'ttl_seconds'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END LOOP;
     FOR lock_key IN
         SELECT DISTINCT hashtextextended(concat_ws(chr(31), coalesce(x.item ->> 'tenant', 'default'),
                                                    coalesce(x.item ->> 'subject', 'default'),
@@ -99,7 +154,7 @@ BEGIN
         cand.confidence := coalesce((r.item ->> 'confidence')::real, 1.0);
         cand.source_type := coalesce(r.item ->> 'source_type', 'user_statement');
         cand.source_id := r.item ->> 'source_id';
-        cand.created_by := r.item ->> 'created_by';
+        cand.created_by := coalesce(r.item ->> 'created_by', nullif(v_actor_setting, ''));
         cand.metadata := coalesce(r.item -> 'metadata', '{}'::jsonb);
         cand.tags := coalesce(memdb.jtext_array(r.item -> 'tags'), '{}'::text[]);
         cand.created_at := coalesce((r.item ->> 'created_at')::timestamptz, now());

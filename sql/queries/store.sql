@@ -4,6 +4,9 @@
 SELECT set_config('memdb.actor', %(actor)s, true) AS actor,
        set_config('memdb.reason', %(reason)s, true) AS reason;
 
+-- name: keyword_index_fits
+SELECT memdb.keyword_index_fits(%(content)s, %(search_context)s) AS fits;
+
 -- name: ensure_space
 SELECT memdb.ensure_embedding_space(%(model)s, %(dims)s) AS id;
 
