@@ -32,7 +32,16 @@ from .ask import Ask
 from .classify import classify
 from .connection import Database
 from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
-from .errors import DatabaseError, EmbeddingError, InvalidInput, NotFound, NotMigrated, Rejected
+from .errors import (
+    DatabaseError,
+    EmbeddingError,
+    Forbidden,
+    InvalidInput,
+    MemdbError,
+    NotFound,
+    NotMigrated,
+    Rejected,
+)
 from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .graph import Graph
@@ -186,7 +195,23 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         self.db.ensure_app_login()
         self.db.reset()
         self._space_id = None
+        self._register_space(self.db.admin_dsn)
         return revision
+
+    def _register_space(self, admin_dsn: str) -> None:
+        """Register this store's embedder's space as the admin (only the admin may: each space
+        builds an index on the shared memories table). An embedder the environment cannot
+        configure is reported when it is first used, not by ``migrate``."""
+        try:
+            params = {"model": self.embedder.model, "dims": self.embedder.dims}
+        except MemdbError:
+            return
+        admin = Database(admin_dsn, max_size=1)
+        try:
+            with admin.transaction() as conn:
+                conn.execute(_sql.query("ensure_space"), params)
+        finally:
+            admin.close()
 
     @property
     def embedder(self) -> Embedder:
@@ -195,14 +220,20 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         return self._embedder
 
     def space_id(self) -> int:
-        """The id of this store's embedding space (registered on first use)."""
+        """The id of this store's embedding space. Only the admin registers a new one
+        (:meth:`migrate` registers this store's embedder's): when the store's own login is the
+        admin it does so here, on first use; an application login gets :class:`Forbidden`
+        naming the model."""
         if self._space_id is None:
-            with self._transaction() as conn:
-                if not conn.execute(_sql.query("schema_ready")).fetchone()["ready"]:
-                    raise NotMigrated("the memdb schema is missing: run `memdb migrate`")
-                row = conn.execute(_sql.query("ensure_space"),
-                                   {"model": self.embedder.model,
-                                    "dims": self.embedder.dims}).fetchone()
+            params = {"model": self.embedder.model, "dims": self.embedder.dims}
+            try:
+                with self._transaction() as conn:
+                    if not conn.execute(_sql.query("schema_ready")).fetchone()["ready"]:
+                        raise NotMigrated("the memdb schema is missing: run `memdb migrate`")
+                    row = conn.execute(_sql.query("ensure_space"), params).fetchone()
+            except Forbidden:  # not registered yet: the login registers it if it is the admin
+                with self.db.transaction() as conn:
+                    row = conn.execute(_sql.query("ensure_space"), params).fetchone()
             self._space_id = int(row["id"])
         return self._space_id
 

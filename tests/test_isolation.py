@@ -8,6 +8,11 @@ overlapping subjects (user_1, user_10). Proven here:
   and refuses writes for another subject (Forbidden);
 - raw SQL as the application role: no tenant set → nothing visible; each SQL function returns
   only the set tenant's rows; the role cannot switch RLS off, disable it or drop a policy;
+- what the role may not do at all (revision 0010): read or write the BM25 statistics (a
+  subject would see other subjects' words, anyone could poison the ranking), update or delete
+  history (only erasure of a whole subject deletes it), register an embedding space (each
+  builds an index on the shared table; only the admin does). The full table x operation
+  matrix is tests/test_isolation_matrix.py;
 - the admin (the login that migrated) still sees everything; policies keep indexes usable.
 """
 
@@ -23,6 +28,9 @@ from memdb import Forbidden, MemoryStore, NotFound
 
 TENANTS = ("acme", "globex")
 TABLES = ("memories", "memory_history", "memory_usage", "bm25_terms", "bm25_stats")
+# per tenant under row-level security; the BM25 statistics are not the app role's at all
+RLS_TABLES = ("memories", "memory_history", "memory_usage")
+STATS_TABLES = ("bm25_terms", "bm25_stats")
 CONTENT = [
     ("user_1", "Alice prefers green tea in the morning"),
     ("user_10", "Alice prefers green tea in the morning"),
@@ -186,8 +194,11 @@ def _as_app(conn: psycopg.Connection, tenant: str | None, subject: str | None = 
 def test_app_role_without_a_tenant_sees_nothing(stores, raw):
     _as_app(raw, None)
     assert raw.execute("SELECT current_user").fetchone()[0] == "memdb_app"
-    for table in TABLES:
+    for table in RLS_TABLES:
         assert raw.execute(f"SELECT count(*) FROM memdb.{table}").fetchone()[0] == 0, table
+    for table in STATS_TABLES:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            raw.execute(f"SELECT count(*) FROM memdb.{table}")
     assert raw.execute("SELECT count(*) FROM memdb.list_memories(NULL)").fetchone()[0] == 0
     assert raw.execute("SELECT count(*) FROM memdb.list_memories('acme')").fetchone()[0] == 0
     # the global registry of embedding models stays readable
@@ -222,7 +233,7 @@ def test_sql_functions_return_only_the_set_tenant(stores, raw, embedder, tenant)
     vector = embedder.embed_queries(["green tea"])[0]
     _as_app(raw, tenant)
 
-    for table in TABLES:
+    for table in RLS_TABLES:
         tenants = {r[0] for r in raw.execute(f"SELECT DISTINCT tenant FROM memdb.{table}")}
         assert tenants <= {tenant}, table
     # the functions' own tenant argument: the caller's gives its rows, the other's nothing
@@ -425,3 +436,201 @@ def test_keyword_routes_use_their_index_for_the_app_role(stores, raw, route, ind
                        " '{\"subject\": \"user_10\"}')").fetchall() == []
     raw.execute("RESET ROLE")
     raw.execute("RESET enable_seqscan")
+
+
+# -- what the application role may not do at all (revision 0010) ----------------------------
+@pytest.fixture
+def login(fresh_db):
+    """A separate LOGIN role granted memdb_app (tests/app_login.py)."""
+    from tests.app_login import app_login
+
+    with app_login(fresh_db) as dsn:
+        yield dsn
+
+
+def _scoped(conn: psycopg.Connection, tenant: str, subject: str = "",
+            set_role: bool = False) -> None:
+    if set_role:  # as the DAL does it; without, the login acts with memdb_app's privileges
+        conn.execute("SET ROLE memdb_app")
+    conn.execute("SELECT set_config('memdb.tenant', %s, false),"
+                 " set_config('memdb.subject', %s, false)", (tenant, subject))
+
+
+def _statistics(raw: psycopg.Connection) -> tuple[list, list]:
+    return (raw.execute("SELECT tenant, term, df FROM memdb.bm25_terms ORDER BY 1, 2").fetchall(),
+            raw.execute("SELECT tenant, doc_count, total_len FROM memdb.bm25_stats ORDER BY 1"
+                        ).fetchall())
+
+
+@pytest.mark.parametrize("set_role", [False, True], ids=["login", "set_role"])
+def test_bm25_statistics_are_out_of_the_app_roles_reach(stores, login, raw, embedder,
+                                                        set_role):
+    """The issue's reproduction: a login granted memdb_app, with memdb.subject set, listed
+    other subjects' terms and could zero the statistics. Now every direct access is refused,
+    while the routes that rank with them still work for the same login."""
+    _, ids = stores["acme"]
+    before = _statistics(raw)
+    assert any(term == "bob" for _, term, _ in before[0])  # user_10's word, in acme and globex
+    with psycopg.connect(login, autocommit=True) as conn:
+        _scoped(conn, "acme", "user_1", set_role)
+        for statement in (
+            "SELECT term FROM memdb.bm25_terms",
+            "SELECT count(*) FROM memdb.bm25_terms WHERE term = 'bob'",
+            "SELECT doc_count FROM memdb.bm25_stats",
+            "UPDATE memdb.bm25_terms SET df = 1000000",
+            "UPDATE memdb.bm25_stats SET doc_count = 0",
+            "DELETE FROM memdb.bm25_terms",
+            "INSERT INTO memdb.bm25_terms (tenant, term, df) VALUES ('acme', 'planted', 1)",
+            "INSERT INTO memdb.bm25_stats (tenant) VALUES ('acme')",
+            "TRUNCATE memdb.bm25_stats",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+        # the readers run as their owner and confine this login themselves
+        hits = conn.execute("SELECT id FROM memdb.search_bm25('acme', 'green tea', 10)"
+                            ).fetchall()
+        assert len(hits) == 1  # user_1's, not user_10's nor globex's
+        # the tenant's current memories (the expired one too, until it is purged), for the
+        # vector route's choice of an exact scan; another tenant's count is not told
+        count = "SELECT memdb.bm25_doc_count(%s)"
+        assert conn.execute(count, ("acme",)).fetchone()[0] == len(CONTENT) + 1
+        assert conn.execute(count, ("globex",)).fetchone()[0] == 0
+        vector = str(embedder.embed_queries(["green tea"])[0].tolist())
+        found = {r[0] for r in conn.execute(
+            "SELECT id FROM memdb.search_vector('acme', %s::vector, 10)", (vector,))}
+        assert found == {ids[k] for k in CONTENT if k[0] == "user_1"}
+    assert _statistics(raw) == before
+
+
+def test_the_app_logins_writes_keep_the_statistics_exact(stores, login, raw, embedder):
+    """The trigger that maintains the statistics runs as its owner: writes, updates and
+    deletes by an application login (which may not touch the tables) still count exactly."""
+    with MemoryStore(login, tenant="acme", subject="user_1", embedder=embedder,
+                     gate=None) as app:
+        added = app.add("Carol collects rare orchids 兰花").id
+        assert [h.memory.id for h in app.search("orchids", routes=["bm25"])] == [added]
+        app.update(added, content="Carol collects rare ferns 蕨类")
+        assert list(app.search("orchids", routes=["bm25"])) == []
+        app.delete(added)
+    recount = raw.execute("""
+        SELECT m.tenant, u.lexeme, count(*) FROM memdb.memories m, unnest(m.tsv) u
+        WHERE m.valid_to IS NULL GROUP BY 1, 2 ORDER BY 1, 2""").fetchall()
+    assert [r for r in _statistics(raw)[0] if r[2] != 0] == recount
+    assert raw.execute("SELECT doc_count FROM memdb.bm25_stats WHERE tenant = 'acme'"
+                       ).fetchone()[0] == len(CONTENT) + 1
+
+
+def _history(raw: psycopg.Connection) -> dict[tuple[str, str], int]:
+    return {(t, s): n for t, s, n in raw.execute(
+        "SELECT tenant, subject, count(*) FROM memdb.memory_history GROUP BY 1, 2")}
+
+
+@pytest.mark.parametrize("set_role", [False, True], ids=["login", "set_role"])
+def test_history_is_append_only_for_the_app_role(stores, login, raw, set_role):
+    _, ids = stores["acme"]
+    target = ids[CONTENT[0]]
+    before = _history(raw)
+    with psycopg.connect(login, autocommit=True) as conn:
+        _scoped(conn, "acme", "", set_role)
+        assert conn.execute("SELECT op FROM memdb.memory_history WHERE memory_id = %s",
+                            (target,)).fetchall() == [("insert",)]
+        for statement in ("DELETE FROM memdb.memory_history",
+                          "DELETE FROM memdb.memory_history WHERE memory_id = %(id)s",
+                          "UPDATE memdb.memory_history SET reason = 'rewritten'",
+                          "UPDATE memdb.memory_history SET after = NULL WHERE memory_id = %(id)s",
+                          "TRUNCATE memdb.memory_history"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement, {"id": target})
+    assert _history(raw) == before
+
+
+def test_erasure_is_the_one_way_history_goes(stores, login, raw, embedder):
+    """memdb.forget_subject (SECURITY DEFINER) deletes a subject's history for the app role,
+    confined as the policies would confine it: its own tenant, and its own subject when one is
+    set; out of scope every count is 0 and nothing changes."""
+    _, ids = stores["acme"]
+    before = _history(raw)
+    with MemoryStore(login, tenant="acme", subject="user_10", embedder=embedder,
+                     gate=None) as s10:
+        erased = s10.forget_subject("user_1")  # another subject: out of this store's scope
+        assert set(erased.counts.values()) == {0}
+        assert _history(raw) == before
+    with psycopg.connect(login, autocommit=True) as conn:
+        _scoped(conn, "acme", "user_10")
+        counts = conn.execute("SELECT memdb.forget_subject('globex', 'user_10')").fetchone()[0]
+        assert set(counts.values()) == {0}
+        counts = conn.execute("SELECT memdb.forget_subject('acme', 'user_1', true)").fetchone()[0]
+        assert set(counts.values()) == {0}
+    assert _history(raw) == before
+    with MemoryStore(login, tenant="acme", embedder=embedder, gate=None) as app:
+        erased = app.forget_subject("user_1")
+    assert erased.counts["memories"] == 3 and erased.counts["memory_history"] == 3
+    after = _history(raw)
+    assert ("acme", "user_1") not in after
+    assert after == {k: n for k, n in before.items() if k != ("acme", "user_1")}
+    assert raw.execute("SELECT count(*) FROM memdb.memories WHERE tenant = 'globex'"
+                       " AND subject = 'user_1'").fetchone()[0] == 3
+    assert raw.execute("SELECT count(*) FROM memdb.memories WHERE id = ANY(%s)",
+                       ([ids[k] for k in CONTENT if k[0] == "user_10"],)).fetchone()[0] == 3
+
+
+class _FixedEmbedder:
+    """A model no one has registered: 8 dimensions, every text the same vector."""
+
+    model = "isolation-test-8"
+    dims = 8
+
+    def embed_passages(self, texts):
+        import numpy as np
+
+        return np.ones((len(texts), self.dims), dtype=np.float32)
+
+    embed_queries = embed_passages
+
+
+def _spaces(raw: psycopg.Connection) -> tuple[list, list]:
+    return (raw.execute("SELECT model FROM memdb.embedding_spaces ORDER BY id").fetchall(),
+            raw.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'memdb'"
+                        " AND indexname LIKE 'memories_hnsw_space_%' ORDER BY 1").fetchall())
+
+
+@pytest.mark.parametrize("set_role", [False, True], ids=["login", "set_role"])
+def test_only_the_admin_registers_an_embedding_space(stores, login, raw, embedder, set_role):
+    before = _spaces(raw)
+    with psycopg.connect(login, autocommit=True) as conn:
+        _scoped(conn, "acme", "user_1", set_role)
+        # a registered model: the app role gets its id
+        assert conn.execute("SELECT memdb.ensure_embedding_space(%s, %s)",
+                            (embedder.model, embedder.dims)).fetchone()[0] == 1
+        with pytest.raises(psycopg.DatabaseError) as mismatch:  # registered with 384
+            conn.execute("SELECT memdb.ensure_embedding_space(%s, 8)", (embedder.model,))
+        assert mismatch.value.sqlstate == "MD001"
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="memdb migrate"):
+            conn.execute("SELECT memdb.ensure_embedding_space('planted', 8)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO memdb.embedding_spaces (model, dims) VALUES ('x', 8)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT nextval('memdb.embedding_spaces_id_seq')")
+    assert _spaces(raw) == before
+
+
+def test_a_store_on_an_app_login_names_the_missing_space(stores, login, fresh_db, raw):
+    before = _spaces(raw)
+    with MemoryStore(login, tenant="acme", embedder=_FixedEmbedder(), gate=None) as app:
+        with pytest.raises(Forbidden, match=r'"isolation-test-8" \(8 dimensions\).*memdb migrate'):
+            app.add("this needs a space the admin has not registered")
+        assert app.count() == len(CONTENT) + 1  # nothing written
+    assert _spaces(raw) == before
+    # `migrate` (the admin's) registers the store's embedder's space; then the app login works
+    with MemoryStore(fresh_db, tenant="acme", embedder=_FixedEmbedder(), gate=None) as admin:
+        admin.migrate()
+    assert _spaces(raw)[0] == [*before[0], ("isolation-test-8",)]
+    with MemoryStore(login, tenant="acme", embedder=_FixedEmbedder(), gate=None) as app:
+        assert app.add("now there is a space").created
+    # a store whose own login is the admin registers its model on first use, as before
+    class Other(_FixedEmbedder):
+        model = "isolation-test-other-8"
+
+    with MemoryStore(fresh_db, tenant="globex", embedder=Other(), gate=None) as admin_store:
+        assert admin_store.add("registered on first use").created
+    assert _spaces(raw)[0][-1] == ("isolation-test-other-8",)

@@ -177,6 +177,12 @@ _CATALOG = {
     "types": """
         SELECT t.typname, t.typtype FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
         WHERE n.nspname = 'memdb' ORDER BY 1""",
+    # grants on tables and sequences (pg_dump runs with --no-privileges): who may do what
+    "privileges": """
+        SELECT c.relname, a.grantee::regrole::text, a.privilege_type, a.is_grantable
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        CROSS JOIN LATERAL aclexplode(c.relacl) a
+        WHERE n.nspname = 'memdb' ORDER BY 1, 2, 3""",
 }
 
 
@@ -284,6 +290,28 @@ def test_every_revision_steps_down_and_back_up(empty_db):
         after = _catalog(empty_db)
         for key in _CATALOG:
             assert after[key] == before[key], f"{key} differ after {rev.revision} down and up"
+
+
+def test_0010_downgrade_restores_the_grants_exactly(empty_db):
+    """Revision 0010 takes privileges from memdb_app (BM25 statistics, history updates and
+    deletes, two sequences); stepping down to 0009 gives back exactly the grants 0009 had."""
+    upgrade(empty_db, "0009")
+    at_0009 = _catalog(empty_db)["privileges"]
+    app = {(table, priv) for table, grantee, priv, _ in at_0009 if grantee == "memdb_app"}
+    assert {("bm25_terms", "SELECT"), ("bm25_stats", "UPDATE"),
+            ("memory_history", "DELETE")} <= app
+    upgrade(empty_db)
+    at_head = _catalog(empty_db)["privileges"]
+    app_head = {(table, priv) for table, grantee, priv, _ in at_head if grantee == "memdb_app"}
+    assert app - app_head == {
+        *((t, p) for t in ("bm25_terms", "bm25_stats")
+          for p in ("SELECT", "INSERT", "UPDATE", "DELETE")),
+        ("memory_history", "UPDATE"), ("memory_history", "DELETE"),
+        ("embedding_spaces_id_seq", "SELECT"), ("embedding_spaces_id_seq", "USAGE"),
+        ("memory_history_id_seq", "SELECT"), ("memory_history_id_seq", "USAGE")}
+    assert app_head <= app
+    downgrade(empty_db, "0009")
+    assert _catalog(empty_db)["privileges"] == at_0009
 
 
 def _alembic_cli(dsn: str, *args: str) -> subprocess.CompletedProcess:

@@ -3,15 +3,22 @@
 -- also builds the space's HNSW cosine index (memories_hnsw_space_{id}, a partial expression
 -- index on embedding::vector(dims)). A model registered before with other dimensions raises
 -- MD001 (dimension mismatch): vectors of different models never share a space.
--- SECURITY DEFINER: the application role (memdb_app) may only read the registry and cannot
--- create indexes; this function runs as the schema owner, with a fixed search_path and
--- every name qualified (pgvector's type and operator class in the extension's own schema).
+-- Only the admin registers a new space: each one builds an index on memdb.memories, the table
+-- every tenant shares (its build locks out their writes, and every index slows every insert).
+-- A caller that row-level security confines (memdb_app, or any login that is not a superuser,
+-- BYPASSRLS or a member of the table owner: the test of memdb.confine) may look up a registered
+-- model and gets its id, but for a model not yet registered gets insufficient_privilege (42501)
+-- naming the model: the admin registers it (`memdb migrate` with that embedder configured
+-- does, or this function called by the admin).
+-- SECURITY DEFINER: the application role may only read the registry and cannot create indexes;
+-- this function runs as the schema owner, with a fixed search_path and every name qualified
+-- (pgvector's type and operator class in the extension's own schema).
 CREATE OR REPLACE FUNCTION memdb.ensure_embedding_space(p_model text, p_dims integer,
                                                         p_distance text DEFAULT 'cosine')
 RETURNS integer
 LANGUAGE plpgsql
 SECURITY DEFINER
-SET search_path = pg_catalog, public
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     s memdb.embedding_spaces;
@@ -36,6 +43,13 @@ BEGIN
                 USING ERRCODE = 'MD001';
         END IF;
         RETURN s.id;
+    END IF;
+    IF memdb.confine(NULL, NULL) IS NULL THEN  -- a confined caller: no tenant is NULL's tenant
+        RAISE EXCEPTION 'embedding model "%" (% dimensions) has no embedding space in this database, '
+                        'and only the admin may register one (it builds an index on the shared '
+                        'memories table): run `memdb migrate` as the admin with this embedder '
+                        'configured', p_model, p_dims
+            USING ERRCODE = 'insufficient_privilege';
     END IF;
     INSERT INTO memdb.embedding_spaces (model, dims, distance)
     VALUES (p_model, p_dims, p_distance)

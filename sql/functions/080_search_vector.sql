@@ -7,7 +7,7 @@
 -- space whose dimensions match the query). The filter is applied inside the scan, so a
 -- restrictive filter still returns k rows:
 --   * when at most p_exact_limit memories pass the filter (without a filter: the tenant's
---     memory count from memdb.bm25_stats, an upper bound): an exact scan of just those rows
+--     memory count kept for BM25, memdb.bm25_doc_count, an upper bound): an exact scan of just those rows
 --     (found through the scope indexes) - the true top k;
 --   * otherwise the space's HNSW index with pgvector's iterative scan (relaxed order,
 --     ef_search 100), re-sorted by exact distance.
@@ -52,8 +52,7 @@ BEGIN
     -- no filter: the tenant's current-row count kept by the BM25 triggers bounds the rows in
     -- the space from above, so a small tenant still gets the exact scan without counting rows
     IF v_filter = '{}'::jsonb THEN
-        SELECT bs.doc_count INTO v_n FROM memdb.bm25_stats bs WHERE bs.tenant = p_tenant;
-        v_n := coalesce(v_n, 0);
+        v_n := memdb.bm25_doc_count(p_tenant);
     ELSE
     EXECUTE format($q$
         SELECT count(*) FROM (

@@ -4,9 +4,14 @@
 -- each term). Set-based over the statement's transition tables. The tenant's stats row is
 -- locked first and term rows follow in sorted order, so writers of one tenant queue instead
 -- of deadlocking. Updates that change neither the text nor the validity of a row cost nothing.
+-- SECURITY DEFINER (fixed search_path, every name qualified): the application role has no
+-- privilege at all on the statistics tables (revision 0010), so only this trigger writes them,
+-- from the rows the caller's statement changed (rows row-level security already let it write).
 CREATE OR REPLACE FUNCTION memdb.bm25_maintain()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     src text;
@@ -39,7 +44,7 @@ BEGIN
     EXECUTE format($q$
         INSERT INTO memdb.bm25_terms AS t (tenant, term, df)
         SELECT d.tenant, u.lexeme, sum(d.sign)
-        FROM (%s) d CROSS JOIN LATERAL unnest(d.tsv) u
+        FROM (%s) d CROSS JOIN LATERAL pg_catalog.unnest(d.tsv) u
         GROUP BY d.tenant, u.lexeme
         HAVING sum(d.sign) <> 0
         ORDER BY d.tenant, u.lexeme

@@ -11,10 +11,20 @@
 -- (keep one outside memdb if you need it). Other subjects' rows are untouched.
 -- Returns counts per table ({"memories": n, "memory_history": n, ..., "bm25_terms": n});
 -- with p_dry_run the counts it would delete, nothing changed.
+-- SECURITY DEFINER (fixed search_path, names qualified): erasure is the one way history rows
+-- and BM25 terms are deleted, and the application role may delete neither directly (revision
+-- 0010). It confines its caller as the policies would (memdb.confine): a confined caller
+-- (memdb_app) may erase a subject of its own tenant (memdb.tenant), and only its own subject
+-- when memdb.subject is set; every row it deletes or counts is of that tenant (and of that
+-- subject when memdb.subject is set), so it reaches exactly the rows row-level security would
+-- let the caller delete. Out of scope (another tenant or subject, or no tenant set) it sees no
+-- rows: every count is 0 and nothing changes.
 CREATE OR REPLACE FUNCTION memdb.forget_subject(p_tenant text, p_subject text,
                                                 p_dry_run boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     prev_reason text := current_setting('memdb.reason', true);
@@ -23,11 +33,25 @@ DECLARE
     v_docs bigint[];
     v_counts jsonb;
     v_cond text;
+    -- how row-level security would confine the caller: 'tenant' (memdb.tenant only), 'subject'
+    -- (memdb.tenant and memdb.subject), NULL (the admin: not confined)
+    v_scope text;
     n bigint;
     t record;
 BEGIN
     IF p_tenant IS NULL OR p_subject IS NULL THEN
         RAISE EXCEPTION 'forget_subject needs a tenant and a subject' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF memdb.confine(p_tenant, pg_catalog.jsonb_build_object('subject', p_subject)) IS NULL THEN
+        -- out of the caller's scope: nothing of that subject is visible to it
+        SELECT pg_catalog.jsonb_object_agg(x.name, 0) INTO v_counts
+        FROM (SELECT s.table_name AS name FROM memdb.subject_tables() s
+              UNION SELECT unnest(ARRAY['memories', 'retrieval_traces', 'bm25_terms'])) x;
+        RETURN v_counts;
+    END IF;
+    IF memdb.confine(NULL, NULL) IS NULL THEN  -- confined: no tenant is NULL's tenant
+        v_scope := CASE WHEN memdb.confine(p_tenant, '{}'::jsonb) = '{}'::jsonb THEN 'tenant'
+                        ELSE 'subject' END;  -- confine added memdb.subject to the filter
     END IF;
     -- lock the subject's rows first (in id order), so a concurrent update waits for the erasure
     SELECT coalesce(array_agg(l.id), '{}') INTO v_ids
@@ -47,6 +71,12 @@ BEGIN
         v_cond := concat_ws(' OR ',
                             CASE WHEN t.has_subject THEN '(x.tenant = $1 AND x.subject = $2)' END,
                             CASE WHEN t.has_memory_id THEN 'x.memory_id = ANY ($3)' END);
+        -- a confined caller reaches only the rows row-level security would let it touch
+        IF v_scope = 'tenant' AND t.has_subject THEN
+            v_cond := format('(%s) AND x.tenant = $1', v_cond);
+        ELSIF v_scope = 'subject' AND t.has_subject THEN
+            v_cond := format('(%s) AND x.tenant = $1 AND x.subject = $2', v_cond);
+        END IF;
         IF p_dry_run THEN
             EXECUTE format('SELECT count(*) FROM memdb.%I x WHERE %s', t.table_name, v_cond)
               INTO n USING p_tenant, p_subject, v_ids;
@@ -59,7 +89,9 @@ BEGIN
     END LOOP;
     -- traces of other searches (tenant-wide ones are stored with subject '*') that returned
     -- the subject's memories
-    IF p_dry_run THEN
+    IF v_scope = 'subject' THEN
+        n := 0;  -- other subjects' traces are out of a subject-confined caller's reach
+    ELSIF p_dry_run THEN
         SELECT count(*) INTO n FROM memdb.retrieval_traces x
         WHERE x.tenant = p_tenant AND x.subject <> p_subject
           AND x.result_subjects @> ARRAY[p_subject];
