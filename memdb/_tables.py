@@ -13,6 +13,14 @@ __all__ = ["metadata", "embedding_spaces", "memories", "memory_history", "bm25_t
 metadata = sa.MetaData(schema="memdb")
 TS = sa.TIMESTAMP(timezone=True)
 
+
+def _tenant_fk(column: str, parent: str, name: str, ondelete: str) -> sa.ForeignKeyConstraint:
+    """(tenant, column) REFERENCES memdb.parent (tenant, id): a row never points at another
+    tenant's row (revision 0011; PostgreSQL checks foreign keys without row-level security)."""
+    return sa.ForeignKeyConstraint(["tenant", column],
+                                   [f"memdb.{parent}.tenant", f"memdb.{parent}.id"],
+                                   name=name, ondelete=ondelete)
+
 embedding_spaces = sa.Table(
     "embedding_spaces", metadata,
     sa.Column("id", sa.Integer, sa.Identity(always=False), primary_key=True),
@@ -57,13 +65,16 @@ memories = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("valid_from", TS, nullable=False),
     sa.Column("valid_to", TS),
-    sa.Column("superseded_by", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
+    sa.Column("superseded_by", UUID(as_uuid=True)),
     sa.Column("doc_len", sa.Integer, nullable=False),  # revision 0002
     sa.Column("status", sa.Text, nullable=False),  # revision 0004
     sa.Column("tag_version", sa.Integer),  # revision 0008
-    sa.Column("document_id", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.documents.id", ondelete="CASCADE")),  # revision 0005
+    sa.Column("document_id", UUID(as_uuid=True)),  # revision 0005
+    # revision 0011: keys between tenant-owned tables include the tenant
+    sa.UniqueConstraint("tenant", "id", name="memories_tenant_id_key"),
+    _tenant_fk("superseded_by", "memories", "memories_superseded_by_fkey",
+               "SET NULL (superseded_by)"),
+    _tenant_fk("document_id", "documents", "memories_document_id_fkey", "CASCADE"),
     sa.Index("memories_dedup_key", "tenant", "subject", "scope", "project_id", "session_id",
              "content_hash", unique=True, postgresql_where=sa.text("valid_to IS NULL"),
              postgresql_nulls_not_distinct=True),
@@ -126,12 +137,12 @@ bm25_stats = sa.Table(
 
 memory_usage = sa.Table(
     "memory_usage", metadata,
-    sa.Column("memory_id", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("memory_id", UUID(as_uuid=True), primary_key=True),
     sa.Column("subject", sa.Text, primary_key=True),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("use_count", sa.Integer, nullable=False),
     sa.Column("last_used_at", TS, nullable=False),
+    _tenant_fk("memory_id", "memories", "memory_usage_memory_id_fkey", "CASCADE"),
     sa.Index("memory_usage_subject_idx", "tenant", "subject"),
 )
 
@@ -148,12 +159,13 @@ review_queue = sa.Table(
     sa.Column("reason", sa.Text),
     sa.Column("source_ids", ARRAY(UUID(as_uuid=True)), nullable=False),
     sa.Column("status", sa.Text, nullable=False),
-    sa.Column("memory_id", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.memories.id", ondelete="SET NULL")),
+    sa.Column("memory_id", UUID(as_uuid=True)),
     sa.Column("decided_by", sa.Text),
     sa.Column("decided_at", TS),
     sa.Column("created_at", TS, nullable=False),
     sa.UniqueConstraint("tenant", "subject", "content_hash", name="review_queue_content_key"),
+    _tenant_fk("memory_id", "memories", "review_queue_memory_id_fkey",
+               "SET NULL (memory_id)"),
     sa.Index("review_queue_status_idx", "tenant", "status", "created_at"),
 )
 
@@ -189,24 +201,25 @@ documents = sa.Table(
     sa.Column("created_at", TS, nullable=False),
     sa.Column("ingested_at", TS, nullable=False),
     sa.UniqueConstraint("tenant", "uri", name="documents_uri_key"),
+    sa.UniqueConstraint("tenant", "id", name="documents_tenant_id_key"),  # revision 0011
     sa.Index("documents_subject_idx", "tenant", "subject"),
 )
 
 document_chunks = sa.Table(
     "document_chunks", metadata,
-    sa.Column("document_id", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.documents.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("document_id", UUID(as_uuid=True), primary_key=True),
     sa.Column("position", sa.Integer, primary_key=True),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
-    sa.Column("memory_id", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
     sa.Column("heading_path", ARRAY(sa.Text), nullable=False),
     sa.Column("char_start", sa.Integer, nullable=False),
     sa.Column("char_end", sa.Integer, nullable=False),
     sa.Column("parent_start", sa.Integer, nullable=False),
     sa.Column("parent_end", sa.Integer, nullable=False),
     sa.Column("tokens", sa.Integer, nullable=False),
+    _tenant_fk("document_id", "documents", "document_chunks_document_id_fkey", "CASCADE"),
+    _tenant_fk("memory_id", "memories", "document_chunks_memory_id_fkey", "CASCADE"),
     sa.Index("document_chunks_memory_idx", "memory_id"),
 )
 
@@ -282,19 +295,20 @@ entities = sa.Table(
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
     sa.UniqueConstraint("tenant", "subject", "norm_name", "type", name="entities_name_key"),
+    sa.UniqueConstraint("tenant", "id", name="entities_tenant_id_key"),  # revision 0011
     sa.Index("entities_norm_name_idx", "tenant", "norm_name"),
     sa.Index("entities_aliases_idx", "aliases", postgresql_using="gin"),
 )
 
 entity_mentions = sa.Table(
     "entity_mentions", metadata,
-    sa.Column("entity_id", sa.BigInteger,
-              sa.ForeignKey("memdb.entities.id", ondelete="CASCADE"), primary_key=True),
-    sa.Column("memory_id", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("entity_id", sa.BigInteger, primary_key=True),
+    sa.Column("memory_id", UUID(as_uuid=True), primary_key=True),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("created_at", TS, nullable=False),
+    _tenant_fk("entity_id", "entities", "entity_mentions_entity_id_fkey", "CASCADE"),
+    _tenant_fk("memory_id", "memories", "entity_mentions_memory_id_fkey", "CASCADE"),
     sa.Index("entity_mentions_memory_idx", "memory_id"),
 )
 
@@ -303,19 +317,19 @@ entity_relations = sa.Table(
     sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
-    sa.Column("from_id", sa.BigInteger,
-              sa.ForeignKey("memdb.entities.id", ondelete="CASCADE"), nullable=False),
-    sa.Column("to_id", sa.BigInteger,
-              sa.ForeignKey("memdb.entities.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("from_id", sa.BigInteger, nullable=False),
+    sa.Column("to_id", sa.BigInteger, nullable=False),
     sa.Column("type", sa.Text, nullable=False),
     sa.Column("strength", sa.REAL, nullable=False),
-    sa.Column("memory_id", UUID(as_uuid=True),
-              sa.ForeignKey("memdb.memories.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
     sa.Column("valid_from", TS, nullable=False),
     sa.Column("valid_to", TS),
     sa.Column("created_at", TS, nullable=False),
     sa.UniqueConstraint("from_id", "type", "to_id", "memory_id",
                         name="entity_relations_edge_key"),
+    _tenant_fk("from_id", "entities", "entity_relations_from_id_fkey", "CASCADE"),
+    _tenant_fk("to_id", "entities", "entity_relations_to_id_fkey", "CASCADE"),
+    _tenant_fk("memory_id", "memories", "entity_relations_memory_id_fkey", "CASCADE"),
     sa.Index("entity_relations_to_idx", "to_id"),
     sa.Index("entity_relations_memory_idx", "memory_id"),
 )

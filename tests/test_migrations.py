@@ -314,6 +314,50 @@ def test_0010_downgrade_restores_the_grants_exactly(empty_db):
     assert _catalog(empty_db)["privileges"] == at_0009
 
 
+def test_0011_downgrade_restores_the_keys_exactly(empty_db):
+    """Revision 0011 makes every key between tenant-owned tables (tenant, column) -> (tenant,
+    id); stepping down to 0010 gives back exactly the keys and indexes 0010 had."""
+    upgrade(empty_db, "0010")
+    at_0010 = _catalog(empty_db)
+    upgrade(empty_db)
+    keys = {name: definition for table, name, definition in _catalog(empty_db)["constraints"]
+            if name.endswith("_fkey") and table != "session_messages"}
+    assert len(keys) == 12  # eleven between tenant-owned tables, and memories.space_id
+    shared = keys.pop("memories_space_id_fkey")
+    assert "(tenant" not in shared  # the embedding-space registry is shared by all tenants
+    assert all(d.startswith("FOREIGN KEY (tenant, ") and "(tenant, id)" in d
+               for d in keys.values()), keys
+    assert keys["review_queue_memory_id_fkey"].endswith("ON DELETE SET NULL (memory_id)")
+    downgrade(empty_db, "0010")
+    after = _catalog(empty_db)
+    for key in ("constraints", "indexes", "columns"):
+        assert after[key] == at_0010[key], f"{key} differ after 0011 down"
+
+
+def test_0011_refuses_existing_cross_tenant_references(empty_db):
+    """A row that already points at another tenant's row (written around memdb) stops the
+    upgrade with a message naming the key and the count, and nothing changes; once the row is
+    deleted, the upgrade runs."""
+    upgrade(empty_db, "0010")  # (functions and triggers are applied only at head)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        victim = conn.execute(
+            "INSERT INTO memdb.memories (tenant, subject, uri, content, content_hash, tsv)"
+            " VALUES ('globex', 'bob', 'mem://bob/general/1', '王五喜欢喝绿茶', '\\x00', '')"
+            " RETURNING id"
+        ).fetchone()[0]
+        conn.execute("INSERT INTO memdb.memory_usage (memory_id, subject, tenant)"
+                     " VALUES (%s, 'mallory', 'acme')", (victim,))
+    before = _catalog(empty_db)
+    with pytest.raises(psycopg.errors.ForeignKeyViolation,
+                       match=r"memdb\.memory_usage\.memory_id -> memdb\.memories: 1 row"):
+        upgrade(empty_db)
+    assert current(empty_db) == "0010"
+    assert _catalog(empty_db) == before
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("DELETE FROM memdb.memory_usage WHERE tenant <> 'globex'")
+    assert upgrade(empty_db) == head()
+
+
 def _alembic_cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, MEMDB_DSN=dsn)
     return subprocess.run(
