@@ -26,9 +26,9 @@ class SearchOptions:
     mmr: lambda in [0, 1] (True = 0.7) to diversify the top mmr_candidates. decay_weight,
     half_life_days, hotness_weight, importance_weight: the final multiplier (0 = off).
     system_boost: active memories of category 'system' (rules) score up to (1 + system_boost)
-    times as much (SQL default 1; 0 = off), but never pass a memory that ranks at least as
-    high on every route (memdb.search_hybrid): the boost settles mixed evidence, not weak
-    matches.
+    times as much (SQL default 1; 0 = off), but never pass a memory that scores at least as
+    high on every route and higher on one (memdb.search_hybrid): the boost settles mixed
+    evidence, it does not lift weak matches.
     """
 
     routes: tuple[str, ...] | None = None

@@ -9,8 +9,8 @@
 --   mmr_lambda in [0, 1]: turns MMR on; mmr_candidates 1..1000 (default max(30, 3k))
 --   decay_weight, hotness_weight, importance_weight in [0, 1]; half_life_days > 0
 --   (see memdb.score_multiplier); system_boost >= 0 (default 1: active 'system' memories
---   score up to (1 + system_boost) times as much, capped by the candidates that outrank them
---   on every route, see memdb.search_hybrid); exact_limit >= 0 (see memdb.search_vector); space_id.
+--   score up to (1 + system_boost) times as much, capped by the candidates that beat them on
+--   every route, see memdb.search_hybrid); exact_limit >= 0 (see memdb.search_vector); space_id.
 CREATE OR REPLACE FUNCTION memdb.check_search_options(p_options jsonb)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE

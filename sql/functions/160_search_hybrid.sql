@@ -14,12 +14,13 @@
 --      all weights 0 by default; never applied to category 'system');
 --   3b. the system boost (option system_boost, default 1; 0 turns it off): an active memory of
 --      category 'system' (a rule) scores up to (1 + system_boost) times as much, but never
---      more than any candidate that ranks at least as high as the rule on every route (a
---      route that missed a memory ranks it last) and never less than without the boost; it
---      is placed after such candidates. So the boost decides mixed evidence (a rule better on
---      one route, a memory on another) in the rule's favour, and a rule that only shares a
---      character or a name with the query cannot pass the memories that match it better on
---      every route. multiplier = score / fused, the boost included;
+--      more than any candidate that beats it: a raw score at least as high on every fused
+--      route (weight > 0; a route that missed a memory scores it lowest) and higher on one;
+--      and never less than without the boost. It is placed after the candidates that beat it.
+--      So the boost decides mixed evidence (a rule better on one route, a memory on another)
+--      and ties in the rule's favour, and a rule that only shares a character or a name with
+--      the query cannot pass the memories that match it better on every route.
+--      multiplier = score / fused, the boost included;
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
 -- A blank p_query returns no rows. A query with no keyword terms (only stop words,
 -- punctuation or emoji) still runs the vector and exact routes (BM25 finds nothing);
@@ -123,19 +124,34 @@ BEGIN
                    (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
     ), c AS (
-        -- a boosted rule stays below every candidate ranked at least as high as it on every
-        -- route (a missing rank counts as last): the boost settles mixed evidence, it never
-        -- overrides unanimous evidence; `above` (how many such candidates) breaks score ties
+        -- a boosted rule stays below every candidate that beats it (a raw score at least as
+        -- high on every fused route, higher on one; a missing score is lowest): the boost
+        -- settles mixed evidence, it never overrides unanimous evidence; `above` (how many
+        -- candidates beat the rule) breaks score ties
         SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, d.cap)) ELSE b.base END AS score,
                d.above
         FROM b
         CROSS JOIN LATERAL (
-            SELECT min(o2.lifted) AS cap, count(*) AS above
-            FROM b o2
-            WHERE b.is_rule AND system_boost > 0 AND o2.id <> b.id
-              AND coalesce(o2.vector_rank, 2147483647) <= coalesce(b.vector_rank, 2147483647)
-              AND coalesce(o2.bm25_rank, 2147483647) <= coalesce(b.bm25_rank, 2147483647)
-              AND coalesce(o2.exact_rank, 2147483647) <= coalesce(b.exact_rank, 2147483647)
+            SELECT min(dom.lifted) AS cap, count(*) AS above
+            FROM (
+                SELECT o2.lifted, v.mine, v.theirs
+                FROM b o2
+                CROSS JOIN LATERAL (
+                    SELECT ARRAY[coalesce(b.vector_score, '-Infinity'::double precision),
+                                 coalesce(b.bm25_score, '-Infinity'::double precision),
+                                 coalesce(b.exact_score, '-Infinity'::double precision)] AS mine,
+                           ARRAY[coalesce(o2.vector_score, '-Infinity'::double precision),
+                                 coalesce(o2.bm25_score, '-Infinity'::double precision),
+                                 coalesce(o2.exact_score, '-Infinity'::double precision)] AS theirs
+                ) v
+                WHERE b.is_rule AND system_boost > 0 AND o2.id <> b.id
+            ) dom
+            WHERE (w_vector = 0 OR dom.theirs[1] >= dom.mine[1])
+              AND (w_bm25 = 0 OR dom.theirs[2] >= dom.mine[2])
+              AND (w_exact = 0 OR dom.theirs[3] >= dom.mine[3])
+              AND ((w_vector > 0 AND dom.theirs[1] > dom.mine[1])
+                   OR (w_bm25 > 0 AND dom.theirs[2] > dom.mine[2])
+                   OR (w_exact > 0 AND dom.theirs[3] > dom.mine[3]))
         ) d
     )
     SELECT jsonb_agg(to_jsonb(s) ORDER BY s.pos) INTO found_rows
