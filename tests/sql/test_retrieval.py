@@ -315,9 +315,14 @@ def test_bm25_statistics_stay_exact_under_every_kind_of_write(raw):
                     add(raw, [{"content": text(), "tenant": "t1"}])
                     raw.execute("DELETE FROM memdb.memories WHERE id = %s", (rows[0],))
                     raw.execute("DO $$ BEGIN RAISE EXCEPTION 'roll back'; END $$")
-        elif op == "move_tenant":
-            raw.execute("UPDATE memdb.memories SET tenant = CASE tenant WHEN 't1' THEN 't2' "
-                        "ELSE 't1' END WHERE id = %s", (rng.choice(rows),))
+        elif op == "move_tenant":  # only a row no other row references (keys hold the tenant)
+            free = [r[0] for r in raw.execute(
+                "SELECT m.id FROM memdb.memories m WHERE m.id = ANY(%s) AND m.superseded_by IS NULL"
+                " AND NOT EXISTS (SELECT 1 FROM memdb.memories o WHERE o.superseded_by = m.id)"
+                " ORDER BY m.id", (rows,))]
+            if free:
+                raw.execute("UPDATE memdb.memories SET tenant = CASE tenant WHEN 't1' THEN 't2' "
+                            "ELSE 't1' END WHERE id = %s", (rng.choice(free),))
         elif op == "restore":  # a superseded row made current again
             old = raw.execute(
                 "SELECT id FROM memdb.memories WHERE valid_to IS NOT NULL LIMIT 1").fetchone()
