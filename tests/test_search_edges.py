@@ -161,6 +161,21 @@ def test_boost_decides_mixed_evidence_for_the_rule(raw):
     assert {r[0]: r[4] for r in _hybrid(raw, "answers", vec(1, 0, 0))}[hypo] == 1.0
 
 
+def test_boost_wins_ties_and_ignores_routes_of_weight_zero(raw):
+    sid = space(raw)
+    memo, rule = add(raw, [
+        {"content": "weekly report due Friday 周报"},
+        {"content": "always answer in Chinese 永远用中文回答", "category": "system"},
+    ], [vec(1, 0, 0), vec(1, 0, 0)], sid)
+    # the same vector: a tie is not a beat, whichever id sorts first
+    rows = _hybrid(raw, "anything", vec(1, 0, 0), {"routes": ["vector"]})
+    assert [r[0] for r in rows] == [rule, memo] and rows[0][4] == 2.0
+    # the report is better on the keyword routes only: it beats the rule, unless they weigh 0
+    assert [r[0] for r in _hybrid(raw, "weekly report", vec(1, 0, 0))] == [memo, rule]
+    rows = _hybrid(raw, "weekly report", vec(1, 0, 0), {"weights": {"bm25": 0, "exact": 0}})
+    assert [r[0] for r in rows] == [rule, memo] and rows[0][4] == 2.0
+
+
 def test_rule_sharing_one_character_stays_below_better_matches(store: MemoryStore):
     """`memdb search 前端工程师` put 部署之前必须先备份数据库 second, matched only on 前."""
     lisi = store.add("李四是前端工程师，擅长React和Vue.js开发").id

@@ -112,9 +112,12 @@ BEGIN
         ) r
         GROUP BY r.id
     ), b AS (
-        -- base: fused * multiplier; lifted: base with the system boost of an active rule
+        -- base: fused * multiplier; lifted: base with the system boost of an active rule;
+        -- sv, sb, se: the route scores with a miss as the lowest score
         SELECT fu.*, fu.fused * mu.mult AS base, mu.mult, mu.is_rule,
-               fu.fused * mu.mult * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted
+               fu.fused * mu.mult * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
+               coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
+               coalesce(fu.exact_score, '-Infinity') AS se
         FROM fu
         JOIN memdb.memories m ON m.id = fu.id
         LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id AND u.subject = coalesce(usage_subject, m.subject)
@@ -123,36 +126,24 @@ BEGIN
                                           extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult,
                    (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
-    ), c AS (
+    ), beaten AS (
         -- a boosted rule stays below every candidate that beats it (a raw score at least as
         -- high on every fused route, higher on one; a missing score is lowest): the boost
         -- settles mixed evidence, it never overrides unanimous evidence; `above` (how many
         -- candidates beat the rule) breaks score ties
-        SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, d.cap)) ELSE b.base END AS score,
-               d.above
-        FROM b
-        CROSS JOIN LATERAL (
-            SELECT min(dom.lifted) AS cap, count(*) AS above
-            FROM (
-                SELECT o2.lifted, v.mine, v.theirs
-                FROM b o2
-                CROSS JOIN LATERAL (
-                    SELECT ARRAY[coalesce(b.vector_score, '-Infinity'::double precision),
-                                 coalesce(b.bm25_score, '-Infinity'::double precision),
-                                 coalesce(b.exact_score, '-Infinity'::double precision)] AS mine,
-                           ARRAY[coalesce(o2.vector_score, '-Infinity'::double precision),
-                                 coalesce(o2.bm25_score, '-Infinity'::double precision),
-                                 coalesce(o2.exact_score, '-Infinity'::double precision)] AS theirs
-                ) v
-                WHERE b.is_rule AND system_boost > 0 AND o2.id <> b.id
-            ) dom
-            WHERE (w_vector = 0 OR dom.theirs[1] >= dom.mine[1])
-              AND (w_bm25 = 0 OR dom.theirs[2] >= dom.mine[2])
-              AND (w_exact = 0 OR dom.theirs[3] >= dom.mine[3])
-              AND ((w_vector > 0 AND dom.theirs[1] > dom.mine[1])
-                   OR (w_bm25 > 0 AND dom.theirs[2] > dom.mine[2])
-                   OR (w_exact > 0 AND dom.theirs[3] > dom.mine[3]))
-        ) d
+        SELECT r.id, min(o2.lifted) AS cap, count(*) AS above
+        FROM b r
+        JOIN b o2 ON o2.id <> r.id
+                 AND (w_vector = 0 OR o2.sv >= r.sv) AND (w_bm25 = 0 OR o2.sb >= r.sb)
+                 AND (w_exact = 0 OR o2.se >= r.se)
+                 AND ((w_vector > 0 AND o2.sv > r.sv) OR (w_bm25 > 0 AND o2.sb > r.sb)
+                      OR (w_exact > 0 AND o2.se > r.se))
+        WHERE r.is_rule AND system_boost > 0
+        GROUP BY r.id
+    ), c AS (
+        SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, bt.cap)) ELSE b.base END AS score,
+               coalesce(bt.above, 0) AS above
+        FROM b LEFT JOIN beaten bt ON bt.id = b.id
     )
     SELECT jsonb_agg(to_jsonb(s) ORDER BY s.pos) INTO found_rows
     FROM (
