@@ -93,3 +93,13 @@ class MemoryAdmin:
             conn.execute(_sql.query("set_context"),
                          {"actor": self.actor or "", "reason": "maintenance (admin)"})
             return conn.execute(_sql.query("run_maintenance"), params).fetchone()["result"]
+
+    def retokenize(self, *, tenant: str | None = None) -> int:
+        """Re-derive the keyword index (``tsv``) of every tenant's memories (or only
+        ``tenant``'s) whose stored index differs from today's analyzer, as after an upgrade that
+        changed ``memdb.tokenize`` (``memdb.retokenize``); BM25 statistics stay exact, versions
+        and history are untouched. Returns how many memories were rewritten."""
+        tenant = v.optional_name(tenant, "tenant")
+        self._verify(require=True)
+        with self.db.transaction() as conn:
+            return int(conn.execute(_sql.query("retokenize"), {"tenant": tenant}).fetchone()["n"])

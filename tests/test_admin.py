@@ -177,3 +177,34 @@ def test_run_maintenance_every_tenant_refuses_a_confined_role(app_dsn, fresh_db,
                            (Jsonb({"importance_threshold": 0.06}),)).fetchone()[0]
         assert out["steps"]["forget_importance"] == 0
     assert counts(raw) == {"victim": 1}
+
+
+def _stale_keyword_index(raw, tenant: str, content: str) -> str:
+    """A memory whose tsv is what an older analyzer stored (set with triggers off)."""
+    (mid,) = raw.execute("SELECT id FROM memdb.add_memories(%s)", (Jsonb([{
+        "tenant": tenant, "subject": "s", "content": content}]),)).fetchone()
+    raw.execute("SET session_replication_role = replica")
+    raw.execute("UPDATE memdb.memories SET tsv = to_tsvector('simple', 'stale') WHERE id = %s",
+                (mid,))
+    raw.execute("SET session_replication_role = origin")
+    return mid
+
+
+def test_admin_retokenize_api_and_cli(fresh_db, raw, app_dsn):
+    """memdb.retokenize from Python and the CLI: stale rows rewritten (one tenant, then every
+    tenant), current ones left alone; an application login is refused."""
+    stale = {t: _stale_keyword_index(raw, t, c) for t, c in
+             (("victim", "I use List<String> in Java"), ("attacker", "李四用 Map<用户> 存数据"))}
+    fresh = "SELECT count(*) FROM memdb.memories WHERE tsv = memdb.tokenize(content || ' ')"
+    assert raw.execute(fresh).fetchone()[0] == 0
+    with pytest.raises(Forbidden):
+        MemoryAdmin(app_dsn)
+    with MemoryAdmin(fresh_db) as admin:
+        assert admin.retokenize(tenant="victim") == 1
+        assert admin.retokenize(tenant="victim") == 0
+    terms = raw.execute("SELECT tsvector_to_array(tsv) FROM memdb.memories WHERE id = %s",
+                        (stale["victim"],)).fetchone()[0]
+    assert "string" in terms and "stale" not in terms
+    assert ok_json(fresh_db, "admin", "retokenize") == {"tenant": None, "retokenized": 1}
+    assert raw.execute(fresh).fetchone()[0] == 2
+    assert run(fresh_db, "admin", "retokenize").stdout.strip() == "retokenized 0 memories"

@@ -11,7 +11,7 @@ import functools
 import click
 
 from ..admin import MemoryAdmin
-from ._app import CliError, State, cli
+from ._app import CliError, State, cli, emit_json, json_option
 from .lifecycle import maintenance_options, run_maintenance
 
 
@@ -41,3 +41,19 @@ def admin_maintain(state: State, tenant: str | None, dry_run: bool, steps: tuple
         run_maintenance(functools.partial(memory_admin.maintain, tenant=tenant),
                         dry_run=dry_run, steps=steps, settings=settings,
                         until_done=until_done, as_json=as_json)
+
+
+@admin.command("retokenize")
+@click.option("--tenant", help="Only this tenant (default: every tenant).")
+@json_option
+@click.pass_obj
+def admin_retokenize(state: State, tenant: str | None, as_json: bool) -> None:
+    """Re-derive the keyword index of memories stored before an analyzer change
+    (memdb.retokenize): only rows whose index differs are rewritten; BM25 statistics stay
+    exact, versions and history are untouched."""
+    with MemoryAdmin(None if state.dsn_from_env else state.dsn) as memory_admin:
+        n = memory_admin.retokenize(tenant=tenant)
+    if as_json:
+        emit_json({"tenant": tenant, "retokenized": n})
+    else:
+        click.echo(f"retokenized {n} memories" + (f" of tenant {tenant}" if tenant else ""))

@@ -39,3 +39,7 @@ SELECT current_user AS login,
   FROM pg_roles r
   LEFT JOIN pg_class c ON c.oid = to_regclass('memdb.memories')
  WHERE r.rolname = current_user;
+
+-- name: retokenize
+-- The keyword index re-derived after an analyzer change (sql/functions/093_retokenize.sql).
+SELECT memdb.retokenize(%(tenant)s) AS n;
