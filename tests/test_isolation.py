@@ -25,6 +25,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from memdb import Forbidden, MemoryStore, NotFound
+from tests.fixed_embedder import FixedEmbedder
 
 TENANTS = ("acme", "globex")
 TABLES = ("memories", "memory_history", "memory_usage", "bm25_terms", "bm25_stats")
@@ -574,20 +575,6 @@ def test_erasure_is_the_one_way_history_goes(stores, login, raw, embedder):
                        ([ids[k] for k in CONTENT if k[0] == "user_10"],)).fetchone()[0] == 3
 
 
-class _FixedEmbedder:
-    """A model no one has registered: 8 dimensions, every text the same vector."""
-
-    model = "isolation-test-8"
-    dims = 8
-
-    def embed_passages(self, texts):
-        import numpy as np
-
-        return np.ones((len(texts), self.dims), dtype=np.float32)
-
-    embed_queries = embed_passages
-
-
 def _spaces(raw: psycopg.Connection) -> tuple[list, list]:
     return (raw.execute("SELECT model FROM memdb.embedding_spaces ORDER BY id").fetchall(),
             raw.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'memdb'"
@@ -616,21 +603,20 @@ def test_only_the_admin_registers_an_embedding_space(stores, login, raw, embedde
 
 def test_a_store_on_an_app_login_names_the_missing_space(stores, login, fresh_db, raw):
     before = _spaces(raw)
-    with MemoryStore(login, tenant="acme", embedder=_FixedEmbedder(), gate=None) as app:
+    fixed = FixedEmbedder("isolation-test-8")
+    with MemoryStore(login, tenant="acme", embedder=fixed, gate=None) as app:
         with pytest.raises(Forbidden, match=r'"isolation-test-8" \(8 dimensions\).*memdb migrate'):
             app.add("this needs a space the admin has not registered")
         assert app.count() == len(CONTENT) + 1  # nothing written
     assert _spaces(raw) == before
     # `migrate` (the admin's) registers the store's embedder's space; then the app login works
-    with MemoryStore(fresh_db, tenant="acme", embedder=_FixedEmbedder(), gate=None) as admin:
+    with MemoryStore(fresh_db, tenant="acme", embedder=fixed, gate=None) as admin:
         admin.migrate()
     assert _spaces(raw)[0] == [*before[0], ("isolation-test-8",)]
-    with MemoryStore(login, tenant="acme", embedder=_FixedEmbedder(), gate=None) as app:
+    with MemoryStore(login, tenant="acme", embedder=fixed, gate=None) as app:
         assert app.add("now there is a space").created
     # a store whose own login is the admin registers its model on first use, as before
-    class Other(_FixedEmbedder):
-        model = "isolation-test-other-8"
-
-    with MemoryStore(fresh_db, tenant="globex", embedder=Other(), gate=None) as admin_store:
+    other = FixedEmbedder("isolation-test-other-8")
+    with MemoryStore(fresh_db, tenant="globex", embedder=other, gate=None) as admin_store:
         assert admin_store.add("registered on first use").created
     assert _spaces(raw)[0][-1] == ("isolation-test-other-8",)

@@ -19,7 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
@@ -42,6 +41,7 @@ from memdb.migrations import (
     sqlalchemy_url,
     upgrade,
 )
+from tests.fixed_embedder import FixedEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -232,16 +232,6 @@ def _autogenerate_diff(dsn: str) -> list:
             return list(compare_metadata(ctx, metadata))
     finally:
         engine.dispose()
-
-
-class _FixedEmbedder:
-    model = "test-fixed-8"
-    dims = 8
-
-    def embed_passages(self, texts):
-        return np.ones((len(texts), self.dims), dtype=np.float32)
-
-    embed_queries = embed_passages
 
 
 # -- round trips ------------------------------------------------------------------------------
@@ -550,7 +540,7 @@ def test_upgrade_twice_reapplies_functions(fresh_db):
         "memories_history_delete"}
     assert _trigger_names(fresh_db) == _declared_triggers()
     assert after["columns"] == before["columns"] and after["indexes"] == before["indexes"]
-    with memdb.MemoryStore(fresh_db, embedder=_FixedEmbedder(), gate=None) as store:
+    with memdb.MemoryStore(fresh_db, embedder=FixedEmbedder(), gate=None) as store:
         assert store.add("still works after two upgrades").created
 
 
