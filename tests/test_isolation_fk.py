@@ -159,9 +159,10 @@ def test_a_reference_to_another_tenants_row_is_refused(seeded, login, case, with
 
 
 def test_within_a_tenant_keys_do_not_check_the_subject(seeded, login):
-    """What remains (README, "What it does not isolate"): PostgreSQL checks the keys without
-    row-level security, so a subject-confined login can reference another subject's memory of
-    its own tenant when it knows the id. If this ever fails, update the README."""
+    """What remains (docs/isolation.md, "What it does not isolate"): PostgreSQL checks the
+    keys without row-level security, so a subject-confined login can reference another
+    subject's memory of its own tenant when it knows the id. If this ever fails, update
+    docs/isolation.md."""
     dsn, ids = seeded
     with psycopg.connect(dsn, autocommit=True) as admin, \
             psycopg.connect(login, autocommit=True) as conn:

@@ -21,8 +21,8 @@ Each cell is one code per setting, "a / b / c":
 An insert copies one of the caller's rows with fresh keys; it passes when it is written, or
 stopped only by a duplicate key (PostgreSQL checks privileges and policies first: so for
 memory_usage and entity_mentions, whose keys are only references and the scope).
-EXPECTED is the threat model's table; README.md ("Isolation and threat model") shows the same
-table, rendered by render_matrix() (checked below). With MEMDB_ISOLATION_MATRIX=<path> the
+EXPECTED is the threat model's table; docs/isolation.md ("Isolation and threat model") shows
+the same table, rendered by render_matrix() (checked below). With MEMDB_ISOLATION_MATRIX=<path> the
 observed matrix is also written there as Markdown (and printed; pytest -s shows it).
 """
 
@@ -49,7 +49,7 @@ OPS = ("read", "insert", "update", "delete")
 
 OWN = {"read": "T / S / 0", "insert": "T / S / 0", "update": "T / S / 0", "delete": "T / S / 0"}
 DENIED = "✗ / ✗ / ✗"
-# table -> op -> "a / b / c" (see the module docstring); the README mirrors this table
+# table -> op -> "a / b / c" (see the module docstring); docs/isolation.md mirrors this table
 EXPECTED: dict[str, dict[str, str]] = {
     "memories": OWN,
     "memory_history": {"read": "T / S / 0", "insert": "T / S / 0",
@@ -71,7 +71,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "entity_mentions": OWN,
     "entity_relations": OWN,
 }
-# grouped as in the README: tables whose rows are all OWN share one line
+# grouped as in docs/isolation.md: tables whose rows are all OWN share one line
 _GROUPS = [
     ("memories", "memory_usage", "review_queue", "sediment_runs", "documents",
      "document_chunks", "sessions", "session_messages", "entities", "entity_mentions",
@@ -367,8 +367,8 @@ def test_every_table_is_seeded_in_both_tenants_and_subjects(seeded):
 def test_every_table_has_an_expected_row(seeded):
     with psycopg.connect(seeded) as conn:
         assert set(_tables(conn)) == set(EXPECTED), (
-            "a table was added or removed: give it its row in EXPECTED (and the README's "
-            "threat model table)")
+            "a table was added or removed: give it its row in EXPECTED (and the threat model "
+            "table of docs/isolation.md)")
 
 
 @pytest.mark.parametrize("set_role", [False, True], ids=["login", "set_role_memdb_app"])
@@ -383,7 +383,7 @@ def test_the_isolation_matrix(seeded, set_role):
     assert observed == {t: EXPECTED.get(t) for t in observed}
 
 
-def test_the_readme_mirrors_the_expected_matrix():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Isolation and threat model", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_mirror_the_expected_matrix():
+    page = (ROOT / "docs" / "isolation.md").read_text(encoding="utf-8")
+    section = page.split("# Isolation and threat model", 1)[1].split("\n## ", 1)[0]
     assert render_matrix(EXPECTED) in section, render_matrix(EXPECTED)
