@@ -13,7 +13,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from . import _sql
+from . import _bridge, _sql
 from . import _validate as v
 from .filters import Filter
 from .llm import ChatLLM
@@ -28,6 +28,7 @@ _FROM_ENV: Any = object()
 class Agent:
     """Agent-interface methods of MemoryStore (see the module docstring)."""
 
+    @_bridge.no_io
     def tool(self, *, subject: str | None = None, source_id: str | None = None,
              agent: str | None = None,
              allow: tuple[str, ...] | list[str] = ACTIONS) -> MemoryTool:

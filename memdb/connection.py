@@ -20,7 +20,9 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _sql
+from . import _bridge, _sql
+from ._async_pg import AsyncPool
+from ._async_pg import Connection as AsyncBackedConnection
 from ._redact import redact, redact_dsn
 from .embedded import EmbeddedServer
 from .errors import DatabaseUnavailable, MemdbError, NotMigrated, UnsupportedServer, translate
@@ -62,9 +64,12 @@ def _configure(conn: psycopg.Connection) -> None:
     # Plans are made with the real parameter values, so memdb.matches() folds filters away.
     conn.prepare_threshold = None
     if conn.execute("SELECT 1 FROM pg_type WHERE typname = 'vector'").fetchone():
-        from pgvector.psycopg import register_vector
+        from pgvector.psycopg import register_vector, register_vector_async
 
-        register_vector(conn)
+        if isinstance(conn, AsyncBackedConnection):
+            _bridge.wait(register_vector_async(conn._conn))
+        else:
+            register_vector(conn)
     conn.commit()
 
 
@@ -102,24 +107,41 @@ class Database:
     """
 
     def __init__(self, dsn: str | None = None, *, min_size: int = 1, max_size: int = 4,
-                 admin: bool = False) -> None:
-        self.dsn, self._server = (resolve_admin_dsn if admin else resolve_dsn)(dsn)
+                 admin: bool = False, driver: str = "sync") -> None:
+        if driver not in ("sync", "async"):
+            raise ValueError(f"driver must be 'sync' or 'async', got {driver!r}")
+        self.driver = driver
+        self._requested, self._admin = dsn, admin
         self._explicit = bool(dsn)
         self._min_size, self._max_size = min_size, max_size
-        self._pool: ConnectionPool | None = None
+        self._pool: ConnectionPool | AsyncPool | None = None
         self._pool_lock = threading.Lock()
-        params = _dsn_params(self.dsn)
-        self._secrets = [str(params["password"])] if params.get("password") else []
+        self.dsn = ""
+        self._server: EmbeddedServer | None = None
+        self._secrets: list[str] = []
         self._connect_kwargs: dict[str, object] = {"connect_timeout": 10}
+        if driver == "sync":
+            self.connect()
+
+    def connect(self) -> None:
+        """Find the server (starting the embedded one when no DSN is given) and check it is
+        PostgreSQL 15+ with pgvector. The sync driver does this on construction; the async
+        driver in :meth:`AsyncMemoryStore.open`, in a worker thread. Idempotent."""
+        if self.dsn:
+            return
+        dsn, self._server = (resolve_admin_dsn if self._admin else resolve_dsn)(self._requested)
+        params = _dsn_params(dsn)
+        self._secrets = [str(params["password"])] if params.get("password") else []
         if not params.get("application_name"):
             self._connect_kwargs["application_name"] = APPLICATION_NAME
         try:
-            with psycopg.connect(self.dsn, autocommit=True, **self._connect_kwargs) as conn:
+            with psycopg.connect(dsn, autocommit=True, **self._connect_kwargs) as conn:
                 check_server(conn)
         except psycopg.Error as exc:
             # from None: libpq's text (redacted here) is all there is to say, and a DSN parse
             # error may quote the DSN, so the raw exception is not chained
             raise self._redacted(translate(exc)) from None
+        self.dsn = dsn
 
     def __repr__(self) -> str:
         return f"Database(dsn={redact_dsn(self.dsn)!r}, max_size={self._max_size})"
@@ -148,30 +170,38 @@ class Database:
         return error
 
     @property
-    def pool(self) -> ConnectionPool:
-        """The pool, opened on first use (once, however many threads ask at the same time)."""
+    def pool(self) -> ConnectionPool | AsyncPool:
+        """The pool, opened on first use (once, however many threads or tasks ask at once)."""
         pool = self._pool
         if pool is not None:
+            return pool
+        if self.driver == "async":  # no thread lock: greenlets switch only at I/O
+            if not self.dsn:
+                _bridge.blocking(self.connect)
+            pool = self._pool = self._new_pool(AsyncPool)  # visible at once: others wait on it
+            self._open(pool)
             return pool
         with self._pool_lock:
             if self._pool is not None:
                 return self._pool
-            pool = ConnectionPool(
-                self.dsn,
-                min_size=self._min_size,
-                max_size=self._max_size,
-                configure=_configure,
-                kwargs=dict(self._connect_kwargs),
-                open=False,
-            )
-            try:
-                pool.open(wait=True, timeout=30)
-            except Exception as exc:
-                pool.close()  # else its workers keep reconnecting in the background
-                raise self._redacted(DatabaseUnavailable(
-                    f"could not open a connection pool: {exc}")) from None
+            pool = self._new_pool(ConnectionPool)
+            self._open(pool)
             self._pool = pool  # published only once open: other threads never see it half-made
             return pool
+
+    def _new_pool(self, kind: type) -> ConnectionPool | AsyncPool:
+        return kind(self.dsn, min_size=self._min_size, max_size=self._max_size,
+                    configure=_configure, kwargs=dict(self._connect_kwargs), open=False)
+
+    def _open(self, pool: ConnectionPool | AsyncPool) -> None:
+        try:
+            pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            if self._pool is pool:
+                self._pool = None
+            pool.close()  # else its workers keep reconnecting in the background
+            raise self._redacted(DatabaseUnavailable(
+                f"could not open a connection pool: {exc}")) from None
 
     def reset(self) -> None:
         """Close pooled connections, so new ones see types created since (after a migration)."""
@@ -193,7 +223,7 @@ class Database:
         for attempt in range(self._max_size + 1):
             conn = pool.getconn()
             try:
-                ConnectionPool.check_connection(conn)
+                type(pool).check_connection(conn)
             except psycopg.OperationalError:
                 pool.putconn(conn)  # broken: the pool discards it and opens a replacement
                 if attempt == self._max_size:
@@ -239,5 +269,5 @@ class Database:
     def close(self) -> None:
         self.reset()
         if self._server is not None:
-            self._server.stop()
+            _bridge.blocking(self._server.stop)
             self._server = None

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from . import _bridge
 from ._redact import redact
 from .errors import EmbeddingError, InvalidInput, MemdbError, MissingDependency
 
@@ -84,8 +84,12 @@ def embed_checked(embedder: Embedder, texts: Sequence[str], *, query: bool = Fal
     raises (MissingDependency, InvalidInput, ...) pass through unchanged.
     """
     texts = list(texts)
+    embed = embedder.embed_queries if query else embedder.embed_passages
     try:
-        matrix = embedder.embed_queries(texts) if query else embedder.embed_passages(texts)
+        # An embedder doing its own async I/O (OpenAIEmbedder) is called directly; any other
+        # (the local model: CPU-bound C code) runs in a worker thread under the async driver.
+        matrix = embed(texts) if getattr(embedder, "async_native", False) \
+            else _bridge.blocking(embed, texts)
     except MemdbError:
         raise
     except Exception as exc:  # a custom embedder may raise anything
@@ -169,8 +173,11 @@ class OpenAIEmbedder:
     ``dims`` must be the endpoint's vector size (sent as ``dimensions`` when
     ``send_dimensions`` is true, for models that can shorten vectors). Requests are batched
     (``batch_size``), time out after ``timeout`` seconds and are retried ``max_retries`` times
-    with exponential backoff; a final failure raises EmbeddingError.
+    with exponential backoff; a final failure raises EmbeddingError. Under the async driver
+    the requests go through ``AsyncOpenAI`` on the event loop (``async_native``).
     """
+
+    async_native = True
 
     def __init__(self, model: str, dims: int, *, base_url: str | None = None,
                  api_key: str | None = None, batch_size: int = 64, timeout: float = 30.0,
@@ -185,8 +192,10 @@ class OpenAIEmbedder:
         self.send_dimensions = send_dimensions
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.base_url = base_url
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                              timeout=timeout, max_retries=0)
+        self._client_options = {"base_url": base_url, "api_key": api_key or "not-needed",
+                                "timeout": timeout, "max_retries": 0}
+        self._client = OpenAI(**self._client_options)
+        self._async_client: Any = None
 
     def __repr__(self) -> str:  # never the key; a base_url with credentials is masked
         return (f"OpenAIEmbedder(model={self.model!r}, dims={self.dims}, "
@@ -199,7 +208,14 @@ class OpenAIEmbedder:
         delay = 0.5
         for attempt in range(self.max_retries + 1):
             try:
-                response = self._client.embeddings.create(**kwargs)
+                if _bridge.active():
+                    if self._async_client is None:
+                        from openai import AsyncOpenAI
+
+                        self._async_client = AsyncOpenAI(**self._client_options)
+                    response = _bridge.wait(self._async_client.embeddings.create(**kwargs))
+                else:
+                    response = self._client.embeddings.create(**kwargs)
                 data = sorted(response.data, key=lambda d: d.index)
                 return np.asarray([d.embedding for d in data], dtype=np.float32)
             except Exception as exc:  # openai raises many types; all are retried the same way
@@ -209,7 +225,7 @@ class OpenAIEmbedder:
                     raise EmbeddingError(
                         f"embedding request to model {self.model!r} failed after "
                         f"{attempt + 1} attempts: {_describe(exc)}") from None
-                time.sleep(delay)
+                _bridge.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")
 

@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from . import _bridge
 from .errors import InvalidInput, MemdbError
 
 __all__ = ["ChatLLM", "LLMError", "llm_from_env"]
@@ -57,8 +58,10 @@ class ChatLLM:
         self.base_url = base_url
         self.timeout = float(timeout)
         self.temperature = temperature
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                              timeout=self.timeout, max_retries=max_retries)
+        self._client_options = {"base_url": base_url, "api_key": api_key or "not-needed",
+                                "timeout": self.timeout, "max_retries": max_retries}
+        self._client = OpenAI(**self._client_options)
+        self._async_client: Any = None  # AsyncOpenAI, made on first use by the async driver
 
     def __repr__(self) -> str:  # never shows the key
         return f"ChatLLM(base_url={self.base_url!r}, model={self.model!r}, timeout={self.timeout})"
@@ -79,7 +82,7 @@ class ChatLLM:
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
         try:
-            response = self._client.chat.completions.create(**kwargs)
+            response = self._create(kwargs)
         except openai.APITimeoutError as exc:
             raise LLMError("timeout", f"no answer within {self.timeout:g} s") from exc
         except openai.APIStatusError as exc:
@@ -95,6 +98,18 @@ class ChatLLM:
         if not isinstance(text, str) or not text.strip():
             raise LLMError("bad_response", "empty reply")
         return text
+
+
+    def _create(self, kwargs: dict[str, Any]) -> Any:
+        """One chat completion request: the sync client, or under the async driver
+        ``AsyncOpenAI`` awaited on the event loop."""
+        if not _bridge.active():
+            return self._client.chat.completions.create(**kwargs)
+        if self._async_client is None:
+            from openai import AsyncOpenAI
+
+            self._async_client = AsyncOpenAI(**self._client_options)
+        return _bridge.wait(self._async_client.chat.completions.create(**kwargs))
 
 
 def llm_from_env() -> ChatLLM | None:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from . import _bridge
 from . import _validate as v
 from ._extract import (
     Candidate,
@@ -105,25 +105,11 @@ def _messages(messages: Any) -> list[dict[str, str]]:
 
 
 def _bounded(llm: ChatLLM, prompt: list[dict[str, str]], timeout: float) -> str:
-    """``llm.complete`` in a daemon thread, waited for at most ``timeout`` seconds. An
-    abandoned request ends by the client's own timeout and never holds up the process's exit
-    (a daemon thread, not an executor's worker)."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["reply"] = llm.complete(prompt, json_mode=True, max_tokens=1200)
-        except BaseException as exc:  # noqa: BLE001 (handed to the waiting thread)
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="memdb-remember-llm", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise LLMError("timeout", f"no answer within {timeout:g} s")
-    if "error" in box:
-        raise box["error"]
-    return str(box["reply"])
+    """``llm.complete``, waited for at most ``timeout`` seconds (:func:`memdb._bridge.bounded`:
+    a daemon thread synchronously, a cancelled task under the async driver)."""
+    return str(_bridge.bounded(
+        lambda: llm.complete(prompt, json_mode=True, max_tokens=1200), timeout,
+        lambda: LLMError("timeout", f"no answer within {timeout:g} s")))
 
 
 def write_timeout(timeout: float | None) -> float:

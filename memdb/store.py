@@ -24,7 +24,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import _sql
+from . import _bridge, _sql
 from . import _validate as v
 from .agent import Agent
 from .agent_loop import AgentLoop
@@ -151,6 +151,8 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
     admin login; all-tenant maintenance is :class:`memdb.MemoryAdmin`'s.
     """
 
+    _driver = "sync"  # the async driver's core is a subclass with "async" (memdb.aio)
+
     def __init__(self, dsn: str | None = None, *, tenant: str = "default",
                  embedder: Embedder | None = None, actor: str | None = None,
                  subject: str | None = None, pool_size: int = 4,
@@ -165,7 +167,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
                                f"got {policy!r}")
         self.on_embedding_error = policy
         v.positive_int(pool_size, "pool_size", 1000)  # before connecting: the pool's own check
-        self.db = Database(dsn, max_size=pool_size)
+        self.db = Database(dsn, max_size=pool_size, driver=self._driver)
         self._embedder = embedder
         self._space_id: int | None = None
         if gate is not None and not isinstance(gate, WritePolicy):
@@ -183,6 +185,10 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def open(self) -> None:
+        """Open the connection pool now (it otherwise opens on first use); idempotent."""
+        self.db.pool  # noqa: B018 (the property opens it)
+
     def close(self) -> None:
         self.db.close()
 
@@ -191,11 +197,11 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         login (``Database.admin_dsn``); returns it."""
         from .migrations import upgrade
 
-        revision = upgrade(self.db.admin_dsn)
-        self.db.ensure_app_login()
+        revision = _bridge.blocking(upgrade, self.db.admin_dsn)
+        _bridge.blocking(self.db.ensure_app_login)
         self.db.reset()
         self._space_id = None
-        self._register_space(self.db.admin_dsn)
+        _bridge.blocking(self._register_space, self.db.admin_dsn)
         return revision
 
     def _register_space(self, admin_dsn: str) -> None:

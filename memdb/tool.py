@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from . import _bridge
 from ._extract import score_importance
 from .errors import InvalidInput, MemdbError
 from .models import Category, Kind
@@ -236,6 +237,7 @@ class MemoryTool:
         self.allow = tuple(a for a in ACTIONS if a in allow)
         self.name = name
 
+    @_bridge.no_io
     def schema(self, format: str = "openai") -> dict[str, Any]:
         """The tool definition (see :func:`tool_schema`), listing only the allowed actions."""
         schema = tool_schema(format, name=self.name)
