@@ -30,10 +30,19 @@ def _many(value: Any) -> tuple[Any, ...] | None:
     return values
 
 
+def _prefix(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput("uri_prefix must be a non-empty string, such as "
+                           "'mem://alice/preferences/'")
+    return v.optional_text(value, "uri_prefix", 2048) or ""
+
+
 @dataclass(frozen=True)
 class Filter:
     """All given conditions must hold; ``None`` means "any". Multi-valued fields take one
-    value or a list (any of them). Subjects and ids match exactly, never by prefix."""
+    value or a list (any of them). Subjects and ids match exactly, never by prefix;
+    ``uri_prefix`` (one or a list) keeps memories whose URI starts with it, such as
+    ``"mem://alice/preferences/"`` (plain text: ``%`` and ``_`` are not wildcards)."""
 
     subject: str | Iterable[str] | None = None
     agent: str | Iterable[str] | None = None
@@ -45,6 +54,7 @@ class Filter:
     source_type: str | Iterable[str] | None = None
     tags: Iterable[str] | None = None
     tags_any: Iterable[str] | None = None
+    uri_prefix: str | Iterable[str] | None = None
     created_after: datetime | str | None = None
     created_before: datetime | str | None = None
     min_importance: float | None = None
@@ -84,6 +94,9 @@ class Filter:
             value = getattr(self, key)
             if value is not None:
                 out[key] = v.tags(value)
+        prefixes = _many(self.uri_prefix)
+        if prefixes is not None:
+            out["uri_prefix"] = [_prefix(x) for x in prefixes]
         for key in ("created_after", "created_before", "as_of"):
             stamp = v.timestamp(getattr(self, key), key)
             if stamp is not None:

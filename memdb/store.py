@@ -60,6 +60,7 @@ from .models import (
 from .recall import RecallMixin
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 from .session import Sessions
+from .uris import memory_id as memory_id_of
 
 __all__ = ["MemoryStore", "MemoryInput", "EMBEDDING_ERROR_POLICIES"]
 
@@ -426,7 +427,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         the updated memory would (raises :class:`~memdb.errors.Rejected` if refused, changing
         nothing), unless ``bypass_gate`` or ``gate=None``.
         """
-        mid = _uuid(memory_id)
+        mid = memory_id_of(self, memory_id)
         v.reason(reason)
         if not changes and embedding is None:
             raise InvalidInput("nothing to update")
@@ -512,7 +513,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
 
     def delete(self, memory_id: UUID | str, *, reason: str | None = None) -> None:
         """Delete a memory (history keeps a 'delete' row); NotFound if there is none."""
-        mid = _uuid(memory_id)
+        mid = memory_id_of(self, memory_id)
         with self._transaction() as conn:
             self._begin(conn, reason)
             deleted = conn.execute(_sql.query("delete_memory"),
@@ -586,8 +587,10 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
 
     # -- reads -----------------------------------------------------------------------------
     def get(self, memory_id: UUID | str) -> Memory:
-        """One memory by id (current or superseded, not expired); NotFound otherwise."""
-        mid = _uuid(memory_id)
+        """One memory by id or URI (current or superseded, not expired); NotFound otherwise.
+        A URI (``mem://alice/preferences/<id>``, see :mod:`memdb.uris`) must name the
+        memory's subject and category too, as must one given to update, delete and history."""
+        mid = memory_id_of(self, memory_id)
         with self._transaction() as conn:
             row = conn.execute(_sql.query("get_memory"),
                                {"tenant": self.tenant, "id": mid}).fetchone()
@@ -694,7 +697,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
 
     def history(self, memory_id: UUID | str) -> list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (also after it was deleted)."""
-        mid = _uuid(memory_id)
+        mid = memory_id_of(self, memory_id, history=True)
         with self._transaction() as conn:
             rows = conn.execute(_sql.query("history"),
                                 {"tenant": self.tenant, "id": mid}).fetchall()

@@ -45,6 +45,9 @@ filter_options = options(
                          "(repeatable: all are required)."}),
     (["--any-tag", "tags_any"], {"multiple": True,
                                  "help": "Only memories carrying at least one of these tags."}),
+    (["--uri-prefix", "uri_prefix"], {"multiple": True, "metavar": "PREFIX",
+                                      "help": "Only memories whose URI starts with this "
+                                              "(repeatable: any), e.g. mem://alice/preferences/."}),
     (["--min-importance"], {"type": float, "help": "Only importance >= this (0 to 1)."}),
     (["--metadata"], {"help": "Only memories whose metadata contains this JSON object."}),
     (["--created-after"], {"help": "Only memories created after this ISO 8601 time."}),

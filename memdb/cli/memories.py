@@ -118,7 +118,7 @@ def gate(texts: tuple[str, ...], as_json: bool, **fields: Any) -> None:
 @click.argument("memory_id", metavar="ID")
 @json_option
 def get(memory_id: str, as_json: bool) -> None:
-    """Show one memory by its ID."""
+    """Show one memory by its ID or URI (mem://subject/category/id)."""
     memory = store().get(memory_id)
     if as_json:
         emit_json(memory.to_dict())
@@ -181,7 +181,8 @@ def mark_used(memory_ids: tuple[str, ...], subject: str | None, as_json: bool) -
 @json_option
 def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
            no_gate: bool, **options: Any) -> None:
-    """Change fields of the memory ID (its version goes up by one)."""
+    """Change fields of the memory ID (or URI, mem://subject/category/id); its version goes
+    up by one."""
     changes = {k: val for k, val in options.items() if val is not None and val != ()}
     if "metadata" in changes:
         changes["metadata"] = parse_metadata(changes["metadata"])
@@ -203,7 +204,7 @@ def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
 @click.option("--reason", help="Why, recorded in the history.")
 @json_option
 def delete(memory_id: str, reason: str | None, as_json: bool) -> None:
-    """Delete the memory ID (its history is kept)."""
+    """Delete the memory ID (or URI, mem://subject/category/id); its history is kept."""
     store().delete(memory_id, reason=reason)
     if as_json:
         emit_json({"id": memory_id, "deleted": True})
@@ -215,7 +216,7 @@ def delete(memory_id: str, reason: str | None, as_json: bool) -> None:
 @click.argument("memory_id", metavar="ID")
 @json_option
 def history(memory_id: str, as_json: bool) -> None:
-    """Show every recorded change of the memory ID.
+    """Show every recorded change of the memory ID (or URI, mem://subject/category/id).
 
     Oldest first; the history survives the memory's deletion.
     """

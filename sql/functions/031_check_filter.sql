@@ -3,6 +3,8 @@
 -- naming the bad key. Keys (all optional):
 --   subject, agent, scope, project_id, session_id, kind, category, source_type:
 --       a string or an array of strings (exact match, never prefix);
+--   uri_prefix: a string or an array of strings; the memory's uri must start with one of them
+--       (compared as text: '%', '_' and quotes are plain characters), e.g. 'mem://alice/preferences/';
 --   tags: array, memory must carry all; tags_any: array, memory must carry one;
 --   created_after, created_before, as_of: ISO timestamps;
 --   min_importance: number in [0, 1]; metadata: object the memory's metadata must contain;
@@ -27,7 +29,7 @@ BEGIN
     FOR k, v IN SELECT * FROM jsonb_each(p_filter) LOOP
         CASE
             WHEN k IN ('subject', 'agent', 'scope', 'project_id', 'session_id', 'kind',
-                       'category', 'source_type', 'tags', 'tags_any') THEN
+                       'category', 'source_type', 'tags', 'tags_any', 'uri_prefix') THEN
                 IF jsonb_typeof(v) = 'array' THEN
                     IF jsonb_array_length(v) = 0 AND k NOT IN ('tags', 'tags_any') THEN
                         RAISE EXCEPTION 'memdb filter key "%" is an empty list', k
@@ -41,6 +43,10 @@ BEGIN
                     END LOOP;
                 ELSIF jsonb_typeof(v) <> 'string' THEN
                     RAISE EXCEPTION 'memdb filter key "%" must be a string or a list of strings, got %', k, jsonb_typeof(v)
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                IF k = 'uri_prefix' AND '' = ANY (memdb.jtext_array(v)) THEN
+                    RAISE EXCEPTION 'memdb filter key "uri_prefix" holds an empty string'
                         USING ERRCODE = 'invalid_parameter_value';
                 END IF;
             WHEN k IN ('created_after', 'created_before', 'as_of') THEN

@@ -17,6 +17,8 @@ AS $$
        AND (NOT (p_filter ? 'source_type') OR m.source_type = ANY (memdb.jtext_array(p_filter -> 'source_type')))
        AND (NOT (p_filter ? 'tags') OR m.tags @> memdb.jtext_array(p_filter -> 'tags'))
        AND (NOT (p_filter ? 'tags_any') OR m.tags && memdb.jtext_array(p_filter -> 'tags_any'))
+       AND (NOT (p_filter ? 'uri_prefix')
+            OR m.uri LIKE ANY (memdb.like_prefixes(memdb.jtext_array(p_filter -> 'uri_prefix'))))
        AND (NOT (p_filter ? 'created_after') OR m.created_at >= (p_filter ->> 'created_after')::timestamptz)
        AND (NOT (p_filter ? 'created_before') OR m.created_at < (p_filter ->> 'created_before')::timestamptz)
        AND (NOT (p_filter ? 'min_importance') OR m.importance >= (p_filter ->> 'min_importance')::real)

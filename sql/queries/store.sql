@@ -27,6 +27,19 @@ FROM memdb.memories m
 WHERE m.tenant = %(tenant)s AND m.id = %(id)s
   AND (m.expires_at IS NULL OR m.expires_at > now());
 
+-- name: memory_at_uri
+-- Whether the memory with this id is the one a URI names: same subject and category (or this
+-- very stored uri); with history, a recorded version (the memory may be deleted) counts too.
+SELECT EXISTS (
+           SELECT 1 FROM memdb.memories m
+           WHERE m.tenant = %(tenant)s AND m.id = %(id)s
+             AND ((m.subject = %(subject)s AND m.category = %(category)s) OR m.uri = %(uri)s))
+       OR (%(history)s AND EXISTS (
+           SELECT 1 FROM memdb.memory_history h, LATERAL (VALUES (h.before), (h.after)) AS r(v)
+           WHERE h.tenant = %(tenant)s AND h.memory_id = %(id)s
+             AND ((r.v ->> 'subject' = %(subject)s AND r.v ->> 'category' = %(category)s)
+                  OR r.v ->> 'uri' = %(uri)s))) AS found;
+
 -- name: list_memories
 SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
