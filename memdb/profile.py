@@ -3,8 +3,11 @@
 ``store.profile("alice")`` calls the SQL function ``memdb.subject_profile(tenant, subject,
 limit)`` (``sql/functions/260_subject_profile.sql``; the same document from psql), which sorts
 the subject's current, active memories into sections by category and by Chinese/English cue
-words: **preferences**, **habits**, **expertise**, **communication_style** and the agent's
-**lessons** (reflections, see :meth:`~memdb.MemoryStore.task_end`). Every item lists the ids of
+words: **preferences**, **habits**, **expertise**, **communication_style**, the agent's
+**lessons** (reflections, see :meth:`~memdb.MemoryStore.task_end`) and **facts**: the stable
+facts about the subject no other section took (an allergy, a birthday, a name, where they live
+or come from, by the write gate's profile cues in Chinese and English; else a short semantic
+memory of category entities or general; cue facts first). Every item lists the ids of
 the memories it came from (``memory_ids``), so each line of a profile can be traced, corrected
 or forgotten. The profile is never stored separately: it changes exactly when the memories
 change (``remember`` after each turn, ``task_end`` at the end of a task, ``add``, ``update``,
@@ -27,12 +30,13 @@ from . import _validate as v
 __all__ = ["SECTIONS", "LABELS", "TITLES", "profile_items", "Profiles"]
 
 # the document's sections, in the order they are rendered into a context
-SECTIONS = ("communication_style", "preferences", "expertise", "habits", "lessons")
+# (facts early: an allergy matters more than a taste when the budget is short)
+SECTIONS = ("communication_style", "facts", "preferences", "expertise", "habits", "lessons")
 LABELS = {
-    "en": {"communication_style": "style", "preferences": "preference",
+    "en": {"communication_style": "style", "facts": "fact", "preferences": "preference",
            "expertise": "expertise", "habits": "habit", "lessons": "lesson"},
-    "zh": {"communication_style": "沟通风格", "preferences": "偏好", "expertise": "专长",
-           "habits": "习惯", "lessons": "经验"},
+    "zh": {"communication_style": "沟通风格", "facts": "事实", "preferences": "偏好",
+           "expertise": "专长", "habits": "习惯", "lessons": "经验"},
 }
 TITLES = {"en": "User profile:", "zh": "用户画像："}
 MAX_LIMIT = 1000

@@ -14,7 +14,7 @@ from memdb.profile import profile_items
 from memdb.tokens import message_tokens
 from tests.cli_helpers import ok_json, run
 
-SECTIONS = ("preferences", "habits", "expertise", "communication_style", "lessons")
+SECTIONS = ("preferences", "habits", "expertise", "communication_style", "lessons", "facts")
 
 ZH = [  # (content, category, kind, expected section or None)
     ("我喜欢喝绿茶", "preferences", "semantic", "preferences"),
@@ -24,7 +24,7 @@ ZH = [  # (content, category, kind, expected section or None)
     ("熟悉 Rust 和 Go 语言开发", "skills", "semantic", "expertise"),
     ("周五下午不要部署生产环境", "system", "procedural", None),   # a rule, not a profile item
     ("上周五去杭州出差了", "events", "episodic", None),
-    ("我住在上海浦东", "entities", "semantic", None),             # an entity without a cue
+    ("我住在上海浦东", "entities", "semantic", "facts"),          # a stable personal fact
 ]
 EN = [
     ("Alice prefers green tea over coffee", "preferences", "semantic", "preferences"),
@@ -103,6 +103,61 @@ def test_duplicates_are_one_item_hypotheses_and_session_notes_are_left_out(gated
     doc = s.profile()
     [item] = doc["preferences"]
     assert sorted(item["memory_ids"]) == sorted([str(a.id), str(b.id)])
+
+
+FACTS = [  # (content, category, kind, source_type, a fact?)
+    ("我对花生过敏", None, "semantic", "user_statement", True),
+    ("I am allergic to peanuts", None, "semantic", "user_statement", True),
+    ("我的生日是5月3日", None, "semantic", "user_statement", True),        # classified events
+    ("My name is Alice Chen", None, "semantic", "user_statement", True),
+    ("Alice has two cats, Mochi and Tofu", "entities", "semantic", "user_statement", True),
+    ("老家在四川成都", "general", "semantic", "user_statement", True),
+    ("我喜欢喝绿茶", "preferences", "semantic", "user_statement", False),  # a preference
+    ("I am a senior data engineer at Acme", "entities", "semantic", "user_statement", False),
+    ("上周五去杭州出差了", "events", "episodic", "user_statement", False),
+    ("对坚果过敏的人不要吃这款蛋糕", "general", "semantic", "document", False),  # a chunk
+    ("我对猫毛过敏，" + "细节" * 300, "general", "semantic", "user_statement", False),  # long
+    ("Only answer allergy questions with a source", "system", "procedural", "system", False),
+    ("临时：我今天对花粉有点过敏", "general", "working", "user_statement", False),
+]
+
+
+def test_facts_section_has_the_stable_facts_with_their_ids(store, raw):
+    """Remembered "我对花生过敏" appears in the profile (issue 15), in a facts section of its
+    own: stable facts other sections did not take, each with its memory ids."""
+    ids = {}
+    for n, (content, category, kind, source_type, _fact) in enumerate(FACTS):
+        ids[content] = str(store.add(content, subject="alice", category=category, kind=kind,
+                                     source_type=source_type, source_id=f"t{n}").id)
+    store.add("Bob is allergic to shellfish", subject="bob")
+    doc = store.profile("alice")
+    facts = {i["content"]: i["memory_ids"] for i in doc["facts"]}
+    assert set(facts) == {c for c, *_, fact in FACTS if fact}
+    for content, memory_ids in facts.items():
+        assert memory_ids == [ids[content]] and memory_ids[0] in doc["memory_ids"]
+    assert doc["counts"]["facts"] == len(facts)
+    others = {i["content"] for s in SECTIONS if s != "facts" for i in doc[s]}
+    assert not others & set(facts)  # never in two sections
+    assert "我喜欢喝绿茶" in others and "I am a senior data engineer at Acme" in others
+    assert "Bob" not in json.dumps(doc)
+    # bounded: at most `limit` facts, the ones with a stable personal cue first
+    two = store.profile("alice", limit=2)["facts"]
+    assert len(two) == 2 and all(i["content"] != "Alice has two cats, Mochi and Tofu"
+                                 for i in two)
+    assert raw.execute("SELECT memdb.subject_profile('default', 'alice')").fetchone()[0] == doc
+    # rendered into the context with its id, and by the CLI
+    ctx = store.build_context("我能吃花生酱吗？", subject="alice", include_profile=True)
+    assert f"[mem:{ids['我对花生过敏']}] (事实) 我对花生过敏" in ctx.messages[0]["content"]
+    assert ids["我对花生过敏"] in ctx.profile_ids
+
+
+def test_cli_profile_shows_facts(fresh_db):
+    mid = ok_json(fresh_db, "add", "我对花生过敏", "--no-gate", "--subject", "xm")["id"]
+    ok_json(fresh_db, "add", "I live in Berlin", "--no-gate", "--subject", "xm")
+    doc = ok_json(fresh_db, "profile", "xm")
+    assert {i["content"] for i in doc["facts"]} == {"我对花生过敏", "I live in Berlin"}
+    text = run(fresh_db, "profile", "xm").stdout
+    assert "facts (事实):" in text and "我对花生过敏" in text and mid in text
 
 
 def test_limit_keeps_the_most_important(store):

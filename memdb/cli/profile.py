@@ -15,9 +15,10 @@ from ._app import cli, emit_json, json_option, store
               help="The most items per section.")
 @json_option
 def profile(subject: str, limit: int, as_json: bool) -> None:
-    """Print SUBJECT's profile: communication style, preferences, expertise, habits and
-    lessons, derived from its current memories; each item with the ids of the memories it
-    came from (memdb.subject_profile in SQL)."""
+    """Print SUBJECT's profile: communication style, stable facts (an allergy, a birthday,
+    where they live...), preferences, expertise, habits and lessons, derived from its current
+    memories; each item with the ids of the memories it came from (memdb.subject_profile in
+    SQL)."""
     doc = store().profile(subject, limit=limit)
     if as_json:
         emit_json(doc)
