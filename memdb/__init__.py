@@ -1,6 +1,7 @@
 """memdb: Postgres-native, SQL-first long-term memory for AI agents."""
 
 from .admin import MemoryAdmin
+from .aio import AsyncMemoryStore
 from .embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
 from .errors import (
     Conflict,
@@ -27,7 +28,7 @@ from .store import MemoryInput, MemoryStore
 __version__ = "0.1.0"
 
 __all__ = [
-    "MemoryStore", "MemoryAdmin", "MemoryInput", "Filter",
+    "MemoryStore", "AsyncMemoryStore", "MemoryAdmin", "MemoryInput", "Filter",
     "QueryPlan", "TypedQuery", "Planner", "RecallResults", "RecallStatus",
     "WritePolicy", "TTLDefaults", "Decision", "DEFAULT_POLICY",
     "Memory", "AddResult", "SearchHit", "HistoryEntry",

@@ -58,6 +58,18 @@ class _Facade:
             return object.__new__(async_class(type(value)))._bind(value, self._root)
         return value
 
+    def __getattr__(self, name: str) -> Any:
+        """The sync object's public instance attributes (tenant, subject, gate, db...)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._wrap(getattr(self._sync, name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or isinstance(getattr(type(self), name, None), property):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._sync, name, value)
+
     def __repr__(self) -> str:
         return f"Async{self._sync!r}"
 

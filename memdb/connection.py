@@ -176,6 +176,9 @@ class Database:
         if pool is not None:
             return pool
         if self.driver == "async":  # no thread lock: greenlets switch only at I/O
+            if not _bridge.active():
+                raise RuntimeError("this Database belongs to the async driver: use it through "
+                                   "AsyncMemoryStore's coroutines")
             if not self.dsn:
                 _bridge.blocking(self.connect)
             pool = self._pool = self._new_pool(AsyncPool)  # visible at once: others wait on it

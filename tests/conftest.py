@@ -22,6 +22,14 @@ from memdb.embedded import EmbeddedServer
 from memdb.migrations import upgrade
 
 TEMPLATE = "memdb_test_template"
+
+# The core-behaviour modules run every test on both drivers (see tests/drivers.py): add, dedup,
+# supersede, search, recall, isolation, sessions, lifecycle.
+BOTH_DRIVERS = frozenset({
+    "test_store", "test_versions", "test_gate", "test_search", "test_search_edges",
+    "test_recall", "test_isolation", "test_sessions", "test_lifecycle", "test_remember",
+    "test_embedding_faults",
+})
 _counter = itertools.count()
 
 
@@ -95,6 +103,29 @@ def empty_db(server_dsn: str) -> Iterator[str]:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.module.__name__.rpartition(".")[2] in BOTH_DRIVERS:
+        metafunc.parametrize("driver", ["sync", "async"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def driver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which driver this test's stores use: "async" swaps ``MemoryStore`` in the test module
+    for tests.drivers.OnAsyncDriver (a real AsyncMemoryStore driven from the test)."""
+    name = getattr(request, "param", "sync")
+    if name == "async" and hasattr(request.module, "MemoryStore"):
+        monkeypatch.setattr(request.module, "MemoryStore", _store_class("async"))
+    return name
+
+
+def _store_class(driver: str) -> type:
+    if driver == "async":
+        from tests.drivers import OnAsyncDriver
+
+        return OnAsyncDriver
+    return MemoryStore
+
+
 @pytest.fixture(scope="session")
 def embedder() -> LocalEmbedder:
     """The real bundled model, loaded once for the whole run."""
@@ -102,18 +133,18 @@ def embedder() -> LocalEmbedder:
 
 
 @pytest.fixture
-def store(fresh_db: str, embedder: LocalEmbedder) -> Iterator[MemoryStore]:
+def store(fresh_db: str, embedder: LocalEmbedder, driver: str) -> Iterator[MemoryStore]:
     """A store with no write gate (``gate=None``): the storage, dedup and retrieval tests
     write short, sourceless test strings on purpose. The gate, near-duplicate merging and
     TTL defaults are tested through ``gated_store`` (tests/test_gate.py, test_versions.py)."""
-    with MemoryStore(fresh_db, embedder=embedder, gate=None) as s:
+    with _store_class(driver)(fresh_db, embedder=embedder, gate=None) as s:
         yield s
 
 
 @pytest.fixture
-def gated_store(fresh_db: str, embedder: LocalEmbedder) -> Iterator[MemoryStore]:
+def gated_store(fresh_db: str, embedder: LocalEmbedder, driver: str) -> Iterator[MemoryStore]:
     """A store with the default write gate (memdb.DEFAULT_POLICY), as users get it."""
-    with MemoryStore(fresh_db, embedder=embedder) as s:
+    with _store_class(driver)(fresh_db, embedder=embedder) as s:
         yield s
 
 
