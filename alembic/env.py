@@ -15,6 +15,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, pool
 
 from alembic import context
+from memdb import _sql
 from memdb._tables import metadata
 from memdb.connection import resolve_admin_dsn
 from memdb.migrations import (
@@ -75,6 +76,8 @@ def _run(dsn: str) -> None:
             transaction_per_migration=False,
         )
         with context.begin_transaction():
+            # one migration at a time: a concurrent one waits here, then finds nothing to do
+            connection.exec_driver_sql(_sql.query("migration_lock"))
             context.run_migrations()
             at_head = context.get_context().get_current_revision() == script.get_current_head()
             driver = connection.connection.driver_connection

@@ -141,6 +141,10 @@ class Database:
             # from None: libpq's text (redacted here) is all there is to say, and a DSN parse
             # error may quote the DSN, so the raw exception is not chained
             raise self._redacted(translate(exc)) from None
+        if self._server is not None:  # memdb's own server migrates itself on first use
+            from ._autoschema import ensure_schema
+
+            ensure_schema(self._server)
         self.dsn = dsn
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 
 from . import _bridge, _sql
 from . import _validate as v
+from ._autoschema import owns_server
 from .agent import Agent
 from .agent_loop import AgentLoop
 from .ask import Ask
@@ -229,8 +230,8 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
     def space_id(self) -> int:
         """The id of this store's embedding space. Only the admin registers a new one
         (:meth:`migrate` registers this store's embedder's): when the store's own login is the
-        admin it does so here, on first use; an application login gets :class:`Forbidden`
-        naming the model."""
+        admin it does so here, on first use, as does the embedded server's superuser (memdb's
+        own server); an application login elsewhere gets :class:`Forbidden` naming the model."""
         if self._space_id is None:
             params = {"model": self.embedder.model, "dims": self.embedder.dims}
             try:
@@ -239,8 +240,13 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
                         raise NotMigrated("the memdb schema is missing: run `memdb migrate`")
                     row = conn.execute(_sql.query("ensure_space"), params).fetchone()
             except Forbidden:  # not registered yet: the login registers it if it is the admin
-                with self.db.transaction() as conn:
-                    row = conn.execute(_sql.query("ensure_space"), params).fetchone()
+                if owns_server(self.db):  # memdb's own server: its superuser registers it
+                    _bridge.blocking(self._register_space, self.db.admin_dsn)
+                    with self._transaction() as conn:
+                        row = conn.execute(_sql.query("ensure_space"), params).fetchone()
+                else:
+                    with self.db.transaction() as conn:
+                        row = conn.execute(_sql.query("ensure_space"), params).fetchone()
             self._space_id = int(row["id"])
         return self._space_id
 

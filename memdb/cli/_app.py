@@ -7,6 +7,7 @@ errors exit with 2).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,6 +39,21 @@ class Group(click.Group):
             raise CliError(redact(str(exc) or type(exc).__name__)) from exc
         except psycopg.Error as exc:  # the store translates these; this is the safety net
             raise CliError(redact(translate(exc))) from exc
+
+
+class _Notice(logging.Handler):
+    """memdb's one-time notices (logger ``memdb.schema``: the embedded server created its
+    schema on first use) as one stderr line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(record.getMessage(), err=True)
+
+
+def _show_notices() -> None:
+    logger = logging.getLogger("memdb.schema")
+    if not any(isinstance(h, _Notice) for h in logger.handlers):
+        logger.addHandler(_Notice())
+        logger.setLevel(logging.INFO)
 
 
 class State:
@@ -101,6 +117,7 @@ def options(*specs: tuple[Sequence[str], dict[str, Any]]) -> Callable[..., Any]:
 @click.pass_context
 def cli(ctx: click.Context, dsn: str | None, tenant: str, as_subject: str | None) -> None:
     """memdb: Postgres-native long-term memory for AI agents."""
+    _show_notices()
     state = State(dsn or None, tenant, as_subject)
     source = click.core.ParameterSource
     state.dsn_from_env = ctx.get_parameter_source("dsn") is source.ENVIRONMENT

@@ -43,3 +43,15 @@ SELECT current_user AS login,
 -- name: retokenize
 -- The keyword index re-derived after an analyzer change (sql/functions/093_retokenize.sql).
 SELECT memdb.retokenize(%(tenant)s) AS n;
+
+-- name: schema_created
+-- Has any memdb migration run on this database (memdb._autoschema: the embedded server
+-- migrates itself on first use)? alembic's version table is made in the first migration's
+-- transaction, so it exists exactly when a migration committed.
+SELECT to_regclass('public.memdb_alembic_version') IS NOT NULL AS created;
+
+-- name: migration_lock
+-- Held by every memdb migration until it commits (alembic/env.py), so two migrations started at
+-- once (two processes on a fresh embedded folder, two `memdb migrate`) run one after the other:
+-- the second then finds the first one's revision and has nothing left to do.
+SELECT pg_advisory_xact_lock(hashtextextended('memdb migrations', 0));
