@@ -12,6 +12,11 @@
 4. the **most recent turns**, newest first, as many as fit, returned in chronological order
    (never a gap: the first turn that does not fit ends the history).
 
+Given ``agent=``, the agent's **meta memory** (:mod:`memdb.meta`: its persona, limits,
+abilities and lessons, kept under the subject ``agent:<name>``) is rendered into the first
+system message after the rules, under "About you (the assistant):" / "关于你（助手）：", before
+the profile: whole items while they fit (``max_meta_tokens`` caps its share), each with its id.
+
 With ``include_profile=True`` the subject's **profile** (:meth:`~memdb.MemoryStore.profile`:
 communication style, preferences, expertise, habits, lessons; each line with the id of the
 memory it came from) is rendered into the first system message after the rules, between 1 and
@@ -44,6 +49,8 @@ from typing import Any
 from . import _sql
 from . import _validate as v
 from .errors import InvalidInput, NotFound
+from .meta import TITLES as META_TITLES
+from .meta import agent_subject, meta_items
 from .models import Category
 from .profile import TITLES, profile_items
 from .tokens import MESSAGE_OVERHEAD, counter_or_default
@@ -96,7 +103,8 @@ class Context:
     they cost with the counter used (<= ``budget``); ``memory_ids`` / ``rule_ids`` /
     ``profile_ids``: ids of the memories, rules and profile items included (cite-able);
     ``included`` / ``dropped``: counts per part (rules, memories, summary, turns; profile
-    when it was asked for); ``timings_ms``: search and assembly time.
+    and meta when asked for); ``timings_ms``: search and assembly time; ``meta_ids``: ids of
+    the agent's meta memories included.
     """
 
     messages: list[dict[str, str]]
@@ -108,11 +116,12 @@ class Context:
     dropped: dict[str, int] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     profile_ids: tuple[str, ...] = ()
+    meta_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"messages": self.messages, "tokens": self.tokens, "budget": self.budget,
                 "memory_ids": list(self.memory_ids), "rule_ids": list(self.rule_ids),
-                "profile_ids": list(self.profile_ids),
+                "profile_ids": list(self.profile_ids), "meta_ids": list(self.meta_ids),
                 "included": self.included, "dropped": self.dropped,
                 "timings_ms": self.timings_ms}
 
@@ -127,7 +136,9 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
              max_memory_tokens: int | None = None,
              counter: Callable[[str], int] | None = None,
              profile: Sequence[Item] | None = None,
-             max_profile_tokens: int | None = None) -> Context:
+             max_profile_tokens: int | None = None,
+             meta: Sequence[Item] | None = None,
+             max_meta_tokens: int | None = None) -> Context:
     """Pack the parts into at most ``budget`` tokens in priority order (see the module
     docstring). No I/O. ``query_message``: a final user message that must be included, like
     the rules. Raises InvalidInput when the mandatory part (instructions, rules, query)
@@ -150,6 +161,18 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
         raise InvalidInput(f"budget_tokens={budget} is too small for the instructions, system "
                            f"rules and query, which need {need} tokens")
     included["rules"] = len(rules)
+    meta_ids: list[str] = []
+    if meta is not None:  # the agent's meta memory, after the rules, before the profile
+        head, meta_ids = _pack_profile(mandatory[0] if mandatory else None, head_parts, meta,
+                                       budget - need, max_meta_tokens, language, count,
+                                       META_TITLES)
+        included["meta"] = len(meta_ids)
+        dropped["meta"] = len(meta) - len(meta_ids)
+        if meta_ids:
+            need += head[1] - (mandatory[0][1] if mandatory else 0)
+            mandatory[:1] = [head]
+            head_parts = [head[0]["content"]]
+            memories = [m for m in memories if m.id not in meta_ids]
     profile_ids: list[str] = []
     if profile is not None:
         head, profile_ids = _pack_profile(mandatory[0] if mandatory else None, head_parts,
@@ -205,12 +228,13 @@ def assemble(budget: int, *, instructions: str | None, rules: Sequence[Item] = (
     total = budget - remaining  # every message's cost was counted on its final text
     return Context(messages=messages, tokens=total, budget=budget, memory_ids=tuple(kept),
                    rule_ids=tuple(r.id or "" for r in rules), included=included,
-                   dropped=dropped, profile_ids=tuple(profile_ids))
+                   dropped=dropped, profile_ids=tuple(profile_ids), meta_ids=tuple(meta_ids))
 
 
 def _pack_profile(head: tuple[dict[str, str], int] | None, head_parts: list[str],
                   profile: Sequence[Item], spare: int, cap: int | None, language: str,
-                  count: Callable[[str], int]) -> tuple[tuple[dict[str, str], int], list[str]]:
+                  count: Callable[[str], int], titles: dict[str, str] = TITLES
+                  ) -> tuple[tuple[dict[str, str], int], list[str]]:
     """The first system message with as many whole profile lines (in order) as fit in
     ``spare`` more tokens (and ``cap``, if given) than it costs now; (message and its exact
     cost, ids of the items kept). Candidates are accepted on an additive bound (a line's
@@ -219,7 +243,7 @@ def _pack_profile(head: tuple[dict[str, str], int] | None, head_parts: list[str]
     bound."""
     base_cost = head[1] if head else 0
     limit = base_cost + (spare if cap is None else min(spare, cap))
-    title = TITLES.get(language, TITLES["en"])
+    title = titles.get(language, titles["en"])
 
     def render(lines: list[str]) -> tuple[dict[str, str], int]:
         return _message("system", "\n\n".join([*head_parts, "\n".join([title, *lines])]),
@@ -294,7 +318,9 @@ class ContextBuilder:
                       max_memory_tokens: int | None = None, max_rules: int = 100,
                       counter: Callable[[str], int] | None = None,
                       include_profile: bool = False, max_profile_tokens: int | None = None,
-                      profile_limit: int = 10, **search: Any) -> Context:
+                      profile_limit: int = 10, agent: str | None = None,
+                      max_meta_tokens: int | None = None, meta_limit: int = 10,
+                      **search: Any) -> Context:
         """Messages for answering ``query`` in ``session`` within ``budget_tokens`` (see the
         module docstring for the order and the guarantees).
 
@@ -305,7 +331,9 @@ class ContextBuilder:
         on the memories' share; ``counter``: a token counter (default
         :func:`memdb.tokens.count_tokens`); ``include_profile``: render the subject's
         profile (at most ``profile_limit`` items per section, at most ``max_profile_tokens``)
-        into the system message after the rules; other keywords go to
+        into the system message after the rules; ``agent``: render that agent's meta memory
+        (:mod:`memdb.meta`; at most ``meta_limit`` items per aspect, at most
+        ``max_meta_tokens``) after the rules, before the profile; other keywords go to
         :meth:`~memdb.MemoryStore.search` (routes, weights, mmr, tags, ...).
         """
         if not isinstance(query, str):
@@ -320,6 +348,10 @@ class ContextBuilder:
         if max_profile_tokens is not None:
             v.positive_int(max_profile_tokens, "max_profile_tokens", MAX_BUDGET)
         v.positive_int(profile_limit, "profile_limit", 1000)
+        meta_subject = None if agent is None else agent_subject(agent)
+        if max_meta_tokens is not None:
+            v.positive_int(max_meta_tokens, "max_meta_tokens", MAX_BUDGET)
+        v.positive_int(meta_limit, "meta_limit", 1000)
         who = v.optional_name(subject, "subject") or self.subject or "default"
         lang = language_of(query)
         if instructions == "auto":
@@ -331,6 +363,13 @@ class ContextBuilder:
             rules = [Item(r["content"], str(r["id"])) for r in conn.execute(
                 _sql.query("system_rules"),
                 {"tenant": self.tenant, "subject": who, "limit": max_rules}).fetchall()]
+            meta = None
+            if meta_subject is not None:
+                document = conn.execute(_sql.query("agent_meta"), {
+                    "tenant": self.tenant, "agent": meta_subject.removeprefix("agent:"),
+                    "limit": meta_limit}).fetchone()["meta"]
+                meta = [Item(f"({label}) {text}", mid)
+                        for label, text, mid in meta_items(document, lang)]
             profile = None
             if include_profile:
                 document = conn.execute(_sql.query("subject_profile"), {
@@ -361,7 +400,8 @@ class ContextBuilder:
                        query_message=query if include_query else None,
                        max_memory_tokens=max_memory_tokens,
                        counter=counter or self.token_counter, profile=profile,
-                       max_profile_tokens=max_profile_tokens)
+                       max_profile_tokens=max_profile_tokens, meta=meta,
+                       max_meta_tokens=max_meta_tokens)
         done = time.perf_counter()
         ctx.timings_ms.update({"rules_and_search": round((searched - started) * 1000, 3),
                                "session": round((loaded - searched) * 1000, 3),

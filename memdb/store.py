@@ -49,6 +49,7 @@ from .graph import Graph
 from .ingest import Ingest
 from .inputs import MemoryInput, as_input, keyword_index_may_overflow
 from .lifecycle import Lifecycle
+from .meta import MetaMemory
 from .models import (
     AddResult,
     Category,
@@ -226,6 +227,12 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         if self._embedder is None:
             self._embedder = embedder_from_env()
         return self._embedder
+
+    @property
+    def meta(self) -> MetaMemory:
+        """What an agent knows about itself: persona, abilities, limits, lessons, under the
+        subject ``agent:<name>`` (:mod:`memdb.meta`)."""
+        return MetaMemory(self)
 
     def space_id(self) -> int:
         """The id of this store's embedding space. Only the admin registers a new one

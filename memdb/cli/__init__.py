@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (registers the commands)
     ingest,
     lifecycle,
     memories,
+    meta,
     planner,
     profile,
     search,

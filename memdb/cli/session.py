@@ -55,10 +55,12 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
 @click.option("--no-instructions", is_flag=True, help="Leave the instruction out.")
 @click.option("--include-query", is_flag=True, help="End with QUERY as a user message.")
 @click.option("--max-memory-tokens", type=int, help="Cap the long-term memories' share.")
+@click.option("--agent", help="Include this agent's meta memory (persona, limits, abilities, "
+                              "lessons; memdb meta) after the rules.")
 @json_option
 def context(query: str, session: str | None, budget: int, subject: str | None, k: int,
             instructions: str | None, no_instructions: bool, include_query: bool,
-            max_memory_tokens: int | None, as_json: bool) -> None:
+            max_memory_tokens: int | None, agent: str | None, as_json: bool) -> None:
     """Print the OpenAI-style messages for answering QUERY within --budget tokens: the
     subject's system rules, relevant memories (each with its [mem:id]), the session summary,
     then the most recent turns (store.build_context)."""
@@ -67,7 +69,7 @@ def context(query: str, session: str | None, budget: int, subject: str | None, k
     ctx = store().build_context(
         query, session, budget, subject=subject, k=k, include_query=include_query,
         instructions=None if no_instructions else (instructions or "auto"),
-        max_memory_tokens=max_memory_tokens)
+        max_memory_tokens=max_memory_tokens, agent=agent)
     if as_json:
         emit_json(ctx.to_dict())
         return

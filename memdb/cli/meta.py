@@ -1,0 +1,63 @@
+"""``memdb meta``: an agent's meta memory (what it knows about itself: persona, abilities,
+limits, lessons), kept under the subject ``agent:<name>`` (:mod:`memdb.meta`)."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import Rejected
+from ..meta import ASPECTS, LABELS
+from ._app import cli, emit_json, json_option, store
+
+
+@cli.group()
+def meta() -> None:
+    """An agent's meta memory: persona, abilities, limits and lessons (subject agent:NAME)."""
+
+
+@meta.command("add")
+@click.argument("text")
+@click.option("--aspect", type=click.Choice(list(ASPECTS)), default="persona",
+              show_default=True, help="What the text says about the agent.")
+@click.option("--agent", default="default", show_default=True, help="The agent's name.")
+@click.option("--importance", type=float, help="How much it matters, 0 to 1.")
+@click.option("--source-id", help="Where it came from (default: meta:ASPECT).")
+@click.option("--reason", help="Why, recorded in the history.")
+@json_option
+def add(text: str, aspect: str, agent: str, importance: float | None, source_id: str | None,
+        reason: str | None, as_json: bool) -> None:
+    """Remember TEXT as part of the agent's ASPECT, through the write gate."""
+    fields = {k: val for k, val in (("importance", importance), ("source_id", source_id))
+              if val is not None}
+    try:
+        result = store().meta.add(text, aspect=aspect, agent=agent, reason=reason, **fields)
+    except Rejected as exc:
+        if as_json:
+            emit_json({"outcome": "rejected", "reasons": list(exc.reasons)})
+        raise
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(f"{result.id or '-'} {result.outcome}")
+
+
+@meta.command("show")
+@click.option("--agent", default="default", show_default=True, help="The agent's name.")
+@click.option("--limit", type=int, default=20, show_default=True,
+              help="The most items per aspect.")
+@json_option
+def show(agent: str, limit: int, as_json: bool) -> None:
+    """Print the agent's meta memory by aspect, each item with its memory id
+    (memdb.agent_meta in SQL)."""
+    doc = store().meta.read(agent, limit=limit)
+    if as_json:
+        emit_json(doc)
+        return
+    if not doc["memory_ids"]:
+        click.echo(f"no meta memory for {doc['subject']!r} yet")
+        return
+    for aspect in ASPECTS:
+        if doc[aspect]:
+            click.echo(f"{aspect} ({LABELS['zh'][aspect]}):")
+            for item in doc[aspect]:
+                click.echo(f"  - {item['content']}  [{item['importance']:.2f}] {item['id']}")
