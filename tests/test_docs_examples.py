@@ -11,6 +11,8 @@ their docs honest): an example that breaks fails here, named ``page:line``.
   in-process (no interpreter start-up or model load per command). Lines starting with ``$ ``
   are commands and the lines after them (up to the next ``$ ``) are expected output: each
   must appear in the command's output (``...`` matches anything).
+* ```sql blocks run statement by statement on the page's database as its admin login (the
+  functions take the tenant as their first argument; the admin is not confined).
 * A block that cannot run here says why on the line before its fence:
   ``<!-- docs-test: skip (needs Docker) -->``; ``test_skipped_examples_give_a_reason`` lists
   them.
@@ -51,7 +53,7 @@ from memdb.embedded import APP_LOGIN
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL = {"bash", "sh", "shell", "console"}
-LANGS = {"python", *SHELL}
+LANGS = {"python", "sql", *SHELL}
 MARK = re.compile(r"<!--\s*docs-test:\s*(skip|llm|embedded)\b\s*(.*?)\s*-->")
 ENV_PREFIXES = ("MEMDB_", "OPENAI_")
 BLOCK_TIMEOUT = 180  # seconds for one shell block
@@ -358,11 +360,41 @@ def run_python(block: Block, page: Page) -> None:
         exec(code, page.namespace)
 
 
+def _statements(block: Block) -> list[tuple[int, str]]:
+    """(markdown line, statement) of an SQL block: a statement ends with a line ending in
+    ``;`` (before an optional ``--`` comment)."""
+    out: list[tuple[int, str]] = []
+    start, current = block.line, []
+    for n, line in enumerate(block.code.split("\n")):
+        if not current and not line.strip():
+            continue
+        if not current:
+            start = block.line + n
+        current.append(line)
+        if re.sub(r"\s*--.*$", "", line).rstrip().endswith(";"):
+            out.append((start, "\n".join(current)))
+            current = []
+    if current:
+        out.append((start, "\n".join(current)))
+    return out
+
+
+def run_sql(block: Block, page: Page) -> None:
+    with psycopg.connect(page.env["MEMDB_ADMIN_DSN"], autocommit=True) as conn:
+        for line, statement in _statements(block):
+            try:
+                conn.execute(statement)
+            except psycopg.Error as exc:
+                pytest.fail(f"{block.page}:{line}: {type(exc).__name__}: {exc}\n{statement}")
+
+
 @pytest.mark.parametrize("block", _params())
 def test_example(block: Block, pages, shim) -> None:
     page = pages(block.page)
     if block.lang == "python":
         run_python(block, page)
+    elif block.lang == "sql":
+        run_sql(block, page)
     else:
         run_shell(block, page, shim)
 
