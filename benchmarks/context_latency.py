@@ -1,10 +1,10 @@
-"""Latency of MemoryStore.build_context over N memories (default 1,000), end to end.
+"""Latency of MemoryStore.context over N memories (default 1,000), end to end.
 
 Starts the embedded PostgreSQL in a temporary MEMDB_HOME (or uses --dsn / $MEMDB_DSN), creates
 a scratch database, migrates it, loads N mixed Chinese/English memories for one subject (real
 embeddings from the bundled local model, 1 thread), 5 system rules, and one session with 40
 turns (window: 20 turns, the rest folded into an extractive summary). Then, after a warm-up,
-Q timed calls of ``store.build_context(query, session, budget_tokens=B, k=10)`` with
+Q timed calls of ``store.context(query, session, budget_tokens=B, k=10)`` with
 alternating Chinese and English queries, reporting the median and p95 of the whole call and of
 its parts (rules + search including the query embedding, session read, assembly with token
 counting). One JSON document goes to stdout. The scratch database is dropped at the end.
@@ -77,17 +77,17 @@ def main() -> None:
                           category="system")
             window = SessionWindow(max_tokens=None, max_messages=20)
             for t in range(40):
-                store.add_message("s", "user" if t % 2 == 0 else "assistant",
+                store.sessions.append("s", "user" if t % 2 == 0 else "assistant",
                                   f"Turn {t}: " + rng.choice(EN + ZH) + "。", subject="u",
                                   window=window, llm=None)
             for q in QUERIES:  # warm-up
-                store.build_context(q, "s", args.budget, subject="u")
+                store.context(q, "s", args.budget, subject="u")
             total, parts = [], {"rules_and_search": [], "session": [], "assemble": []}
             tokens = []
             for i in range(args.queries):
                 q = QUERIES[i % len(QUERIES)]
                 t0 = time.perf_counter()
-                ctx = store.build_context(q, "s", args.budget, subject="u", k=10)
+                ctx = store.context(q, "s", args.budget, subject="u", k=10)
                 total.append((time.perf_counter() - t0) * 1000)
                 for key in parts:
                     parts[key].append(ctx.timings_ms[key])

@@ -57,7 +57,7 @@ def main() -> None:
         with MemoryStore(dsn, embedder=embedder, gate=None) as store:
             store.add_many([{"content": t, "subject": "u"} for t in texts])
             start = time.perf_counter()
-            linked = store.link_entities(llm=None)
+            linked = store.graph.link(llm=None)
             link_s = time.perf_counter() - start
             with store._transaction() as conn:
                 counts = conn.execute(
@@ -70,16 +70,16 @@ def main() -> None:
             figures = {}
             for hops in (1, 2, 3):
                 figures[f"graph_route_hops{hops}_ms"] = median_ms(
-                    lambda i, h=hops: store.graph_search(queries[i], routes=["graph"], hops=h),
+                    lambda i, h=hops: store.graph.search(queries[i], routes=["graph"], hops=h),
                     args.repeat)
             figures["hybrid_ms"] = median_ms(
                 lambda i: store.search(queries[i], embedding=vectors[queries[i]]), args.repeat)
             figures["hybrid_plus_graph_hops2_ms"] = median_ms(
-                lambda i: store.graph_search(queries[i], embedding=vectors[queries[i]]),
+                lambda i: store.graph.search(queries[i], embedding=vectors[queries[i]]),
                 args.repeat)
             figures["neighbors_hops2_ms"] = median_ms(
-                lambda i: store.graph_neighbors(people[i], hops=2), args.repeat)
-            hit = store.graph_search(queries[0], routes=["graph"], hops=2, k=1000)
+                lambda i: store.graph.neighbors(people[i], hops=2), args.repeat)
+            hit = store.graph.search(queries[0], routes=["graph"], hops=2, k=1000)
     print(json.dumps({"server": how, "memories": len(texts), **dict(counts),
                       "link_ms_per_memory": round(link_s * 1000 / len(texts), 3),
                       "link_paths": linked.paths, "graph_hits_hops2": len(hit),

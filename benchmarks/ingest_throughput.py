@@ -1,4 +1,4 @@
-"""Ingest throughput of MemoryStore.ingest: documents/s and chunks/s on a generated folder,
+"""Ingest throughput of store.documents.ingest: documents/s and chunks/s on a generated folder,
 with embedding time reported apart from database time, and the cost of re-ingesting it
 unchanged.
 
@@ -151,7 +151,7 @@ def _ingest(dsn: str, embedder, folder: Path, chunk_tokens: int) -> tuple[object
     with MemoryStore(dsn, embedder=embedder) as store:
         store.space_id()  # register the space (and its HNSW index) outside the timing
         started = time.perf_counter()
-        report = store.ingest([folder], chunk_tokens=chunk_tokens)
+        report = store.documents.ingest([folder], chunk_tokens=chunk_tokens)
         return report, time.perf_counter() - started
 
 

@@ -114,16 +114,16 @@ def main() -> None:
             with MemoryStore(dsn, embedder=embedder) as store:
                 time.sleep(2.5)  # let the short TTLs expire
                 dry, result["dry_run_ms"] = timed(
-                    lambda: store.maintain(dry_run=True, batch_limit=100_000, **opts))
+                    lambda: store.maintenance.run(dry_run=True, batch_limit=100_000, **opts))
                 real, result["one_pass_ms"] = timed(
-                    lambda: store.maintain(batch_limit=100_000, **opts))
+                    lambda: store.maintenance.run(batch_limit=100_000, **opts))
                 assert dry["steps"] == real["steps"], (dry, real)
                 result["one_pass_steps"] = real["steps"]
-                _, result["idle_pass_ms"] = timed(lambda: store.maintain(**opts))
+                _, result["idle_pass_ms"] = timed(lambda: store.maintenance.run(**opts))
             with MemoryStore(with_db(admin, names[1]), embedder=embedder) as store:
                 passes = []
                 while True:
-                    out, ms = timed(lambda: store.maintain(batch_limit=1000, **opts))
+                    out, ms = timed(lambda: store.maintenance.run(batch_limit=1000, **opts))
                     passes.append(ms)
                     if not out["more"]:
                         break
@@ -136,9 +136,9 @@ def main() -> None:
                     store.update(mid, importance=0.9, reason="bench")
                 with tempfile.TemporaryDirectory() as tmp:
                     counts, result["export_subject_ms"] = timed(
-                        lambda: store.export_subject("target", Path(tmp) / "x.json"))
+                        lambda: store.subjects.export("target", Path(tmp) / "x.json"))
                     erased, result["forget_subject_ms"] = timed(
-                        lambda: store.forget_subject("target"))
+                        lambda: store.subjects.forget("target"))
                 result["forget_subject_counts"] = erased.counts
                 result["rows_left"] = store.count()
         finally:

@@ -84,7 +84,7 @@ class MemoryAdmin:
     def maintain(self, *, dry_run: bool = False, tenant: str | None = None,
                  **options: Any) -> dict[str, Any]:
         """One ``memdb.run_maintenance`` pass over every tenant (or only ``tenant``); the
-        options and result are :meth:`memdb.MemoryStore.maintain`'s. ``dry_run``: the counts
+        options and result are :meth:`memdb.maintenance.Maintenance.run`'s. ``dry_run``: the counts
         a real pass would give now; nothing changes."""
         tenant = v.optional_name(tenant, "tenant")
         self._verify(require=True)

@@ -1,21 +1,17 @@
 """The agent interface on :class:`~memdb.MemoryStore`: the function-calling memory tool
-(:mod:`memdb.tool`), a compact summary of a subject's memories, and ``remember`` (LLM fact
-extraction with reconciliation, :mod:`memdb.remember`).
+(:mod:`memdb.tool`) and ``remember`` (LLM fact extraction with reconciliation,
+:mod:`memdb.remember`).
 
-``Agent`` is a mixin: it uses the store's ``search``, ``get``, ``add_many``, ``update``,
-``decide``, ``_transaction()``, ``tenant``, ``subject`` and the ``llm`` property of
-:class:`~memdb.lifecycle.Lifecycle`.
+``Agent`` is a mixin of the store's core verbs: it uses the store's ``search``, ``get``,
+``add_many``, ``update``, ``decide``, ``tenant``, ``subject`` and ``llm``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
-from . import _bridge, _sql
+from . import _bridge
 from . import _validate as v
-from .filters import Filter
 from .llm import ChatLLM
 from .remember import RememberResult, remember
 from .tool import ACTIONS, MemoryTool
@@ -42,28 +38,6 @@ class Agent:
         """Execute one model tool call of the memory tool; its compact JSON result (errors
         included: this never raises). Shorthand for ``store.tool(...).dispatch(call)``."""
         return self.tool(subject=subject).dispatch(tool_call, source_id=source_id)
-
-    def memory_summary(self, *, subject: str | None = None, k: int = 5,
-                       max_chars: int = 400) -> dict[str, Any]:
-        """Counts of current memories by kind and by category, and the ``k`` most important
-        (ties: most recently updated), for one subject (or all visible ones)."""
-        v.positive_int(k, "k", 100)
-        v.positive_int(max_chars, "max_chars", 100_000)
-        flt = Jsonb(Filter.of(None, **({"subject": subject} if subject else {})).to_json())
-        params = {"tenant": self.tenant, "filter": flt, "limit": k}  # type: ignore[attr-defined]
-        with self._transaction() as conn:  # type: ignore[attr-defined]
-            counts = conn.execute(_sql.query("summary_counts"), params).fetchall()
-            top = conn.execute(_sql.query("summary_top"), params).fetchall()
-        by_kind: dict[str, int] = {}
-        by_category: dict[str, int] = {}
-        for row in counts:
-            by_kind[row["kind"]] = by_kind.get(row["kind"], 0) + int(row["n"])
-            by_category[row["category"]] = by_category.get(row["category"], 0) + int(row["n"])
-        return {"total": sum(by_kind.values()), "by_kind": by_kind, "by_category": by_category,
-                "top": [{"id": str(r["id"]), "kind": r["kind"], "category": r["category"],
-                         "importance": round(float(r["importance"]), 2),
-                         "content": r["content"] if len(r["content"]) <= max_chars
-                         else r["content"][:max_chars - 1] + "…"} for r in top]}
 
     def remember(self, messages: Any, *, session_id: str | None = None,
                  turn_id: str | None = None, subject: str | None = None,

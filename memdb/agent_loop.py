@@ -1,13 +1,13 @@
 """The agent loop's profile read and task-end write trigger on :class:`~memdb.MemoryStore`.
 
 An agent loop reads ``store.profile(subject)`` (or renders it into the prompt with
-``build_context(..., include_profile=True)``), calls ``store.remember(turn)`` after each turn,
+``store.context(..., include_profile=True)``), calls ``store.remember(turn)`` after each turn,
 and ``store.task_end(session, outcome=..., summary=...)`` when a task ends (:mod:`memdb.profile`,
 :mod:`memdb.task_end`).
 
-``AgentLoop`` is a mixin: it uses the store's ``_transaction()``, ``_begin()``, ``tenant``,
-``subject``, ``gate``, ``add_many``, ``get_state`` and the ``llm`` property of
-:class:`~memdb.lifecycle.Lifecycle`.
+``AgentLoop`` is a mixin of the store's core verbs: it uses the store's ``_transaction()``,
+``_begin()``, ``tenant``, ``subject``, ``gate``, ``add_many``, ``sessions.get_state`` and
+``llm``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The context builder: OpenAI-style messages for one model call that fit a token budget.
 
-:meth:`ContextBuilder.build_context` gathers, for a query and a session, in priority order:
+:meth:`ContextBuilder.context` (``store.context``) gathers, for a query and a session, in
+priority order:
 
 1. the subject's **system rules** (current memories of category ``system``, most important
    first) with the answering instruction, always first and always whole — if they alone do
@@ -34,7 +35,7 @@ The instruction ("answer only from the memories given, cite their ids, say so wh
 missing") is configurable: ``instructions="auto"`` picks Chinese or English by the query's
 script, a string replaces it, None leaves it out.
 
->>> ctx = store.build_context("用户喜欢喝什么？", session="s1", budget_tokens=800)  # doctest: +SKIP
+>>> ctx = store.context("用户喜欢喝什么？", session="s1", budget_tokens=800)        # doctest: +SKIP
 >>> client.chat.completions.create(model=..., messages=ctx.messages)              # doctest: +SKIP
 """
 
@@ -306,13 +307,13 @@ _NOT_SYSTEM = [c.value for c in Category if c is not Category.SYSTEM]
 
 
 class ContextBuilder:
-    """``build_context`` on :class:`~memdb.MemoryStore` (through the Sessions mixin)."""
+    """``context`` on :class:`~memdb.MemoryStore` (a mixin of its core verbs; the session's
+    turns and token counter come from ``store.sessions``)."""
 
     tenant: str
     subject: str | None
-    token_counter: Callable[[str], int] | None = None
 
-    def build_context(self, query: str, session: str | None = None,
+    def context(self, query: str, session: str | None = None,
                       budget_tokens: int = 2000, *, subject: str | None = None, k: int = 10,
                       instructions: str | None = "auto", include_query: bool = False,
                       max_memory_tokens: int | None = None, max_rules: int = 100,
@@ -388,8 +389,8 @@ class ContextBuilder:
             from .session import SessionWindow
 
             try:
-                view = self.get_session(session, subject=who,  # type: ignore[attr-defined]
-                                        window=SessionWindow(None, None))
+                view = self.sessions.get(session, subject=who,  # type: ignore[attr-defined]
+                                         window=SessionWindow(None, None))
                 summary = view.summary
                 turns = [Item(m.content, role=m.role) for m in view.messages]
             except NotFound:
@@ -399,7 +400,8 @@ class ContextBuilder:
                        memories=memories, summary=summary, turns=turns, language=lang,
                        query_message=query if include_query else None,
                        max_memory_tokens=max_memory_tokens,
-                       counter=counter or self.token_counter, profile=profile,
+                       counter=counter or self.sessions.token_counter,  # type: ignore[attr-defined]
+                       profile=profile,
                        max_profile_tokens=max_profile_tokens, meta=meta,
                        max_meta_tokens=max_meta_tokens)
         done = time.perf_counter()

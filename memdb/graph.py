@@ -3,26 +3,26 @@ PostgreSQL (``memdb.entities``, ``memdb.entity_mentions``, ``memdb.entity_relati
 revision 0009) - the part of an agent memory people reach for Neo4j for, done with tables and a
 recursive CTE.
 
-* **Write**: :meth:`Graph.link_entities` extracts entities and relations from memories (the
+* **Write**: :meth:`Graph.link` extracts entities and relations from memories (the
   configured LLM with a strict JSON prompt, validated; on any failure, or with no LLM, the
   documented heuristic of :mod:`memdb._graph_extract` for Chinese and English) and writes them
   with ``memdb.link_memories`` (entities deduplicated per subject by normalized name and type,
   relations with the memory as evidence and a validity interval), then ``memdb.match_mentions``
   links each memory to the known entities it names. Re-linking a memory replaces its graph.
-* **Read**: :meth:`Graph.graph_search` adds the graph route to hybrid search: the entities
+* **Read**: :meth:`Graph.search` adds the graph route to hybrid search: the entities
   named in the question are the seeds of a walk of up to ``hops`` relations
   (``memdb.search_graph``), the memories mentioning what it reaches are ranked, and that list is
   fused with ``memdb.search_hybrid``'s by weighted RRF (``memdb.search_hybrid_graph``). Off by
-  default: :meth:`~memdb.MemoryStore.search` never runs it. :meth:`Graph.graph_neighbors` shows
-  an entity's neighbourhood (``memdb graph ENTITY``).
+  default: :meth:`~memdb.MemoryStore.search` never runs it. :meth:`Graph.neighbors` shows
+  an entity's neighbourhood (``memdb graph neighbors ENTITY``).
 
 All three tables carry tenant and subject under row-level security, so subject isolation
-applies and :meth:`~memdb.MemoryStore.forget_subject` erases them; deleting a memory deletes
+applies and ``store.subjects.forget`` erases them; deleting a memory deletes
 its mentions and the relations it evidenced.
 
 >>> store.add("张三和李四是同事。", subject="u1")                    # doctest: +SKIP
->>> store.link_entities()                                          # doctest: +SKIP
->>> store.graph_search("谁和李四一起工作？", subject="u1")[0].details["graph_entities"]  # +SKIP
+>>> store.graph.link()                                             # doctest: +SKIP
+>>> store.graph.search("谁和李四一起工作？", subject="u1")[0].details["graph_entities"]  # +SKIP
 ['李四', '张三']
 """
 
@@ -43,6 +43,7 @@ from . import _validate as v
 from ._graph_extract import Extraction, build_graph_prompt, heuristic_graph, parse_graph_reply
 from .embeddings import check_vector, embed_checked
 from .errors import InvalidInput, NotFound
+from .family import Family
 from .filters import Filter
 from .llm import ChatLLM, LLMError
 from .models import Memory, SearchHit
@@ -61,7 +62,7 @@ _GRAPH_DETAIL_KEYS = ("hybrid_rank", "hybrid_score", "graph_rank", "graph_score"
 
 @dataclass(frozen=True)
 class LinkResult:
-    """What :meth:`Graph.link_entities` did: how many memories were ``linked`` (and
+    """What :meth:`Graph.link` did: how many memories were ``linked`` (and
     ``skipped``: missing, superseded or expired), how many extractions took each ``path``
     ("llm", "heuristic"), why the LLM was not used where it was not (``fallbacks``: reason ->
     count), and the graph written: ``mentions`` (memory-entity links, name matches included)
@@ -149,16 +150,13 @@ def extract_graph(text: str, llm: ChatLLM | None, timeout: float) -> Extraction:
     return out
 
 
-class Graph:
-    """The entity-graph methods of :class:`~memdb.MemoryStore` (a mixin; see the module)."""
+class Graph(Family):
+    """``store.graph``: the entity graph (see the module docstring)."""
 
-    tenant: str
-    subject: str | None
-
-    def link_entities(self, memory_ids: Iterable[UUID | str] | None = None, *,
-                      subject: str | None = None, llm: ChatLLM | None = _FROM_ENV,
-                      timeout: float | None = None, batch_size: int = 200,
-                      limit: int = 100_000) -> LinkResult:
+    def link(self, memory_ids: Iterable[UUID | str] | None = None, *,
+             subject: str | None = None, llm: ChatLLM | None = _FROM_ENV,
+             timeout: float | None = None, batch_size: int = 200,
+             limit: int = 100_000) -> LinkResult:
         """Extract entities and relations from memories and link them into the graph.
 
         ``memory_ids``: the memories to (re-)link, in this order (default: every current
@@ -167,7 +165,7 @@ class Graph:
         most one extraction waits for the model (default ``$MEMDB_REMEMBER_TIMEOUT`` or 10 s).
         Extraction runs outside any transaction; the writes of a batch run in one.
 
-        >>> store.link_entities([r.id for r in store.add_many(["张三和李四是同事。"])])  # +SKIP
+        >>> store.graph.link([r.id for r in store.add_many(["张三和李四是同事。"])])  # +SKIP
         LinkResult(linked=1, skipped=0, paths={'heuristic': 1}, ...)
         """
         started = time.perf_counter()
@@ -176,16 +174,17 @@ class Graph:
         ids = None if memory_ids is None else [_uuid(i) for i in memory_ids]
         if ids is not None and not ids:
             return LinkResult()
-        who = v.optional_name(subject, "subject") or self.subject
-        chat = self.llm if llm is _FROM_ENV else llm  # type: ignore[attr-defined]
+        who = v.optional_name(subject, "subject") or self._store.subject
+        chat = self._store.llm if llm is _FROM_ENV else llm
         if chat is not None and not isinstance(chat, ChatLLM):
             raise InvalidInput("llm must be a ChatLLM or None")
         wait = _timeout(timeout)
         if chat is not None:
             wait = min(wait, chat.timeout)
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        with self._store._transaction() as conn:
             rows = conn.execute(_sql.query("graph_memories_to_link"), {
-                "tenant": self.tenant, "ids": ids, "subject": who, "limit": limit}).fetchall()
+                "tenant": self._store.tenant, "ids": ids, "subject": who,
+                "limit": limit}).fetchall()
         if ids is not None:  # in the order given
             order = {mid: n for n, mid in reversed(list(enumerate(ids)))}
             rows.sort(key=lambda r: order[r["id"]])
@@ -203,12 +202,12 @@ class Graph:
                 if ext.error is not None and chat is not None:
                     fallbacks[ext.error] = fallbacks.get(ext.error, 0) + 1
                 items.append(ext.to_item(str(row["id"])))
-            with self._transaction() as conn:  # type: ignore[attr-defined]
+            with self._store._transaction() as conn:
                 out = conn.execute(_sql.query("graph_link_memories"), {
-                    "tenant": self.tenant, "items": Jsonb(items)}).fetchall()
+                    "tenant": self._store.tenant, "items": Jsonb(items)}).fetchall()
                 done = [r["memory_id"] for r in out if r["linked"]]
                 conn.execute(_sql.query("graph_match_mentions"),
-                             {"tenant": self.tenant, "ids": done}).fetchone()
+                             {"tenant": self._store.tenant, "ids": done}).fetchone()
                 mentions += int(conn.execute(_sql.query("graph_mention_count"),
                                              {"ids": done}).fetchone()["n"])
             linked += len(done)
@@ -217,14 +216,14 @@ class Graph:
         return LinkResult(linked, skipped, paths, fallbacks, mentions, relations,
                           round((time.perf_counter() - started) * 1000, 1))
 
-    def graph_search(self, query: str, k: int = 10,
-                     filter: Filter | dict[str, Any] | None = None, *, hops: int = 2,
-                     entities: Sequence[str] | None = None,
-                     routes: Sequence[str] | None = None,
-                     weights: dict[str, float] | None = None,
-                     options: SearchOptions | None = None, rrf_k: float | None = None,
-                     depth: int | None = None, embedding: Any = None, explain: bool = False,
-                     **conditions: Any) -> SearchResults:
+    def search(self, query: str, k: int = 10,
+               filter: Filter | dict[str, Any] | None = None, *, hops: int = 2,
+               entities: Sequence[str] | None = None,
+               routes: Sequence[str] | None = None,
+               weights: dict[str, float] | None = None,
+               options: SearchOptions | None = None, rrf_k: float | None = None,
+               depth: int | None = None, embedding: Any = None, explain: bool = False,
+               **conditions: Any) -> SearchResults:
         """Hybrid search with the graph route, in one SQL call (``memdb.search_hybrid_graph``).
 
         ``routes``: some of vector, bm25, exact, graph (default all four; without "graph" it
@@ -269,7 +268,7 @@ class Graph:
         v.optional_text(query, "query")
         started = time.perf_counter()
         if not inner:  # the graph route alone
-            params: dict[str, Any] = {"tenant": self.tenant, "query": query, "k": k,
+            params: dict[str, Any] = {"tenant": self._store.tenant, "query": query, "k": k,
                                       "entities": names, "hops": hops, "filter": Jsonb(flt)}
             name = "graph_route"
             embed_s = 0.0
@@ -280,16 +279,16 @@ class Graph:
                 graph_opts["weight"] = 0.0
             vector = None
             if "vector" in inner:
-                vector = (check_vector(embedding, self.embedder.dims)  # type: ignore[attr-defined]
+                vector = (check_vector(embedding, self._store.embedder.dims)
                           if embedding is not None else
-                          embed_checked(self.embedder, [query], query=True)[0])  # type: ignore[attr-defined]
+                          embed_checked(self._store.embedder, [query], query=True)[0])
             embed_s = time.perf_counter() - started
-            params = {"tenant": self.tenant, "query": query, "embedding": vector, "k": k,
+            params = {"tenant": self._store.tenant, "query": query, "embedding": vector, "k": k,
                       "filter": Jsonb(flt), "options": Jsonb(opts.to_json()),
                       "graph": Jsonb(graph_opts)}
             name = "graph_search"
         db_start = time.perf_counter()
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        with self._store._transaction() as conn:
             rows = conn.execute(_sql.query(name), params).fetchall()
         results = SearchResults(
             SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
@@ -306,7 +305,7 @@ class Graph:
                                "graph_hits": sum(1 for r in rows if r["graph_rank"] is not None)}
         return results
 
-    def graph_neighbors(self, entity: str, *, hops: int = 1, limit: int = 100) -> GraphView:
+    def neighbors(self, entity: str, *, hops: int = 1, limit: int = 100) -> GraphView:
         """The neighbourhood of the entity named ``entity`` (by normalized name or alias):
         the matching entities and every currently valid relation within ``hops`` (1..4) of
         it, nearest and strongest first. :class:`~memdb.errors.NotFound` when no entity has
@@ -317,8 +316,8 @@ class Graph:
         if isinstance(hops, bool) or not isinstance(hops, int) or not 1 <= hops <= MAX_HOPS:
             raise InvalidInput(f"hops must be an integer from 1 to {MAX_HOPS}")
         v.positive_int(limit, "limit", 10_000)
-        params = {"tenant": self.tenant, "entity": name, "hops": hops, "limit": limit}
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        params = {"tenant": self._store.tenant, "entity": name, "hops": hops, "limit": limit}
+        with self._store._transaction() as conn:
             ents = conn.execute(_sql.query("graph_entity"), params).fetchall()
             rels = conn.execute(_sql.query("graph_neighbors"), params).fetchall() if ents else []
         if not ents:

@@ -144,7 +144,7 @@ class AddResult:
     ``merged_into`` was bumped; ``similarity`` is the cosine) | rejected (by the write gate).
     ``reasons``: the gate's and the store's reasons. ``dry_run``: nothing was written.
     ``deferred``: its embedding was deferred (the provider failed and the store is configured
-    with ``on_embedding_error="defer"``: the row waits for :meth:`MemoryStore.reembed`).
+    with ``on_embedding_error="defer"``: the row waits for ``store.maintenance.reembed()``).
     """
 
     id: UUID | None

@@ -1,6 +1,7 @@
 """Planned retrieval on :class:`~memdb.MemoryStore`: ``recall`` (plan → search in the plan's
-categories → status → trace), traces, their statistics, retention and erasure, and the
-classification backfill. A mixin, so the store's own module stays small.
+categories → status → trace). A mixin of the store's core verbs, so the store's own module
+stays small; reading the traces is ``store.traces`` (:mod:`memdb.traces`), the classification
+backfill ``store.maintenance.reclassify``.
 
 ``store.recall(query, k)`` asks the planner where to look (:mod:`memdb.planner`), embeds the
 query and the plan's texts in one batch, and makes one round trip to ``memdb.search_planned``
@@ -25,9 +26,7 @@ False`` turns it off) with the redacted query (:mod:`memdb.redact`).
 from __future__ import annotations
 
 import enum
-import os
 import time
-from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -35,9 +34,8 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
-from .classify import TAG_VERSION, classify
 from .embeddings import check_vector
-from .errors import DatabaseError, DatabaseUnavailable, InvalidInput, NotFound
+from .errors import DatabaseError, DatabaseUnavailable, InvalidInput
 from .filters import Filter
 from .models import Memory, SearchHit
 from .planner import Planner, QueryPlan
@@ -113,7 +111,6 @@ class RecallMixin:
     """Planned retrieval and traces for MemoryStore (see the module docstring)."""
 
     trace_recall: bool = True
-    trace_retention_days: float = float(os.environ.get("MEMDB_TRACE_RETENTION_DAYS", "30"))
     recall_timeout_ms: int | None = 5000
     _planner: Planner | None = None
 
@@ -309,93 +306,3 @@ class RecallMixin:
             "latency_ms": (out.timings or {}).get("total_ms", 0.0),
             "timings": Jsonb(out.timings or {}),
         }).fetchone()["id"]
-
-    # -- traces ----------------------------------------------------------------------------
-    def traces(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The newest traces (summaries), newest first."""
-        v.positive_int(limit, "limit", 10_000)
-        with self._transaction() as conn:  # type: ignore[attr-defined]
-            return [dict(r) for r in conn.execute(_sql.query("list_traces"),
-                                                  {"tenant": self.tenant, "limit": limit})]
-
-    def trace(self, trace_id: UUID | str) -> dict[str, Any]:
-        """One trace with its plan, candidates and chosen ids; NotFound otherwise."""
-        try:
-            tid = trace_id if isinstance(trace_id, UUID) else UUID(str(trace_id))
-        except ValueError:
-            raise InvalidInput(f"not a trace id (UUID): {trace_id!r}") from None
-        with self._transaction() as conn:  # type: ignore[attr-defined]
-            row = conn.execute(_sql.query("get_trace"),
-                               {"tenant": self.tenant, "id": tid}).fetchone()
-        if row is None:
-            raise NotFound(f"no trace {tid}")
-        return dict(row)
-
-    def trace_stats(self, since: datetime | timedelta | None = None) -> dict[str, Any]:
-        """Empty-result, fallback and degraded rates, p50/p95 latency and the intent
-        distribution of the kept traces (since a time, or for the last timedelta)."""
-        if isinstance(since, timedelta):
-            since = datetime.now().astimezone() - since
-        with self._transaction() as conn:  # type: ignore[attr-defined]
-            return conn.execute(_sql.query("trace_stats"),
-                                {"tenant": self.tenant, "since": since}).fetchone()["stats"]
-
-    def purge_traces(self, older_than_days: float | None = None) -> int:
-        """Delete traces older than the retention period (default
-        ``trace_retention_days``, 30, or $MEMDB_TRACE_RETENTION_DAYS); returns how many."""
-        days = self.trace_retention_days if older_than_days is None else older_than_days
-        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
-            raise InvalidInput("older_than_days must be a number >= 0")
-        with self._transaction() as conn:  # type: ignore[attr-defined]
-            return int(conn.execute(_sql.query("purge_traces"), {
-                "tenant": self.tenant, "older_than": timedelta(days=days)}).fetchone()["purged"])
-
-    def erase_traces(self, subject: str) -> int:
-        """Erasure with the subject: delete every trace that searched or returned the
-        subject's memories; returns how many."""
-        with self._transaction() as conn:  # type: ignore[attr-defined]
-            return int(conn.execute(_sql.query("erase_traces"), {
-                "tenant": self.tenant, "subject": v.name(subject, "subject")}).fetchone()["erased"])
-
-    # -- classification backfill -----------------------------------------------------------
-    def reclassify(self, *, dry_run: bool = True, batch_size: int = 500,
-                   sample: int = 10) -> dict[str, Any]:
-        """Re-classify current memories classified by older rules (tag_version below
-        :data:`memdb.classify.TAG_VERSION`) and unclassified ones still in ``general``;
-        explicit categories are left alone. Reports ``scanned``, ``moves`` (how many would
-        move / moved, per ``from->to``), ``unchanged`` (only their tag_version is set) and a
-        ``sample`` of moves; writes only when ``dry_run`` is False, batch by batch."""
-        v.positive_int(batch_size, "batch_size", 100_000)
-        after = UUID(int=0)
-        report: dict[str, Any] = {"dry_run": dry_run, "tag_version": TAG_VERSION, "scanned": 0,
-                                  "moved": 0, "unchanged": 0, "moves": {}, "sample": []}
-        while True:
-            with self._transaction() as conn:  # type: ignore[attr-defined]
-                rows = conn.execute(_sql.query("classification_batch"), {
-                    "tenant": self.tenant, "after": after, "version": TAG_VERSION,
-                    "limit": batch_size}).fetchall()
-                if not rows:
-                    break
-                after = rows[-1]["id"]
-                moves = []
-                for r in rows:
-                    found = classify(r["content"], r["metadata"])
-                    moves.append({"id": str(r["id"]), "category": found.category.value,
-                                  "tag_version": found.tag_version})
-                    if found.category.value != r["category"]:
-                        key = f"{r['category']}->{found.category.value}"
-                        report["moves"][key] = report["moves"].get(key, 0) + 1
-                        report["moved"] += 1
-                        if len(report["sample"]) < sample:
-                            report["sample"].append({"id": str(r["id"]), "from": r["category"],
-                                                     "to": found.category.value,
-                                                     "rule": found.rule,
-                                                     "content": r["content"][:80]})
-                    else:
-                        report["unchanged"] += 1
-                report["scanned"] += len(rows)
-                if not dry_run:
-                    self._begin(conn, "reclassify")  # type: ignore[attr-defined]
-                    conn.execute(_sql.query("reclassify"), {"tenant": self.tenant,
-                                                            "moves": Jsonb(moves)})
-        return report

@@ -1,7 +1,7 @@
 """Short-term and working memory per session, in PostgreSQL (``memdb.sessions``,
 ``memdb.session_messages``; revision 0007).
 
-* **Conversation buffer**: :meth:`Sessions.add_message` appends a turn (role, content, its
+* **Conversation buffer**: :meth:`Sessions.append` appends a turn (role, content, its
   token count). A sliding window keeps the newest turns within ``max_tokens`` and
   ``max_messages`` (:class:`SessionWindow`); turns that scroll out are folded into the session's
   **running summary** (the previous summary + the scrolled-out turns, summarized by the
@@ -13,12 +13,16 @@
   :class:`~memdb.errors.Conflict`, so two workers cannot silently overwrite each other.
 
 Both tables carry tenant and subject under row-level security, so subject isolation applies
-and :meth:`~memdb.MemoryStore.forget_subject` erases them. The window arithmetic, the fold
+and ``store.subjects.forget`` erases them. The window arithmetic, the fold
 and the versioned write are SQL functions (``sql/functions/25x_session_*.sql``).
 
->>> store.add_message("s1", "user", "我们用 PostgreSQL 18。")            # doctest: +SKIP
->>> st = store.get_state("s1")                                          # doctest: +SKIP
->>> store.set_state("s1", st.replace(goal="ship v1"), expected_version=st.version)  # +SKIP
+The family also writes a session's working memories on: :meth:`Sessions.summarize` (one
+episodic summary memory) and :meth:`Sessions.consolidate` (working -> episodic).
+
+>>> store.sessions.append("s1", "user", "我们用 PostgreSQL 18。")       # doctest: +SKIP
+>>> st = store.sessions.get_state("s1")                                 # doctest: +SKIP
+>>> store.sessions.set_state("s1", st.replace(goal="ship v1"),
+...                          expected_version=st.version)            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -33,13 +37,15 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
-from .context import ContextBuilder
 from .errors import Conflict, InvalidInput, NotFound
+from .family import Family
+from .lifecycle import SUMMARY_TAG, _write_direct
+from .lifecycle_models import Consolidated, SessionSummary
 from .llm import ChatLLM
 from .summarize import summarize
 from .tokens import count_tokens
 
-__all__ = ["Sessions", "SessionMemory", "SessionWindow", "Message", "SessionView", "WorkingState",
+__all__ = ["Sessions", "SessionWindow", "Message", "SessionView", "WorkingState",
            "AppendResult", "ROLES", "DEFAULT_WINDOW"]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -177,7 +183,7 @@ class SessionView:
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
-    """What :meth:`Sessions.add_message` did: the new turn's id and token count, how many
+    """What :meth:`Sessions.append` did: the new turn's id and token count, how many
     older turns it folded into the summary, and which path made the summary ('llm' or
     'extractive'; None when nothing was folded) and why the LLM was not used."""
 
@@ -195,31 +201,31 @@ def _turn_text(role: str, content: str) -> str:
     return f"{role}: {' '.join(content.split())}"
 
 
-class SessionMemory:
-    """Session buffer and working-state methods of MemoryStore (see the module docstring).
-    Uses the store's ``_transaction()``, ``tenant``, ``subject`` and ``llm`` (from
-    :class:`~memdb.lifecycle.Lifecycle`)."""
+class Sessions(Family):
+    """``store.sessions``: each session's conversation buffer, running summary and working
+    state, and the session's working memories (summary, consolidation); see the module
+    docstring. ``window`` is the default :class:`SessionWindow`; ``token_counter`` counts a
+    text's tokens (default :func:`memdb.tokens.count_tokens`)."""
 
-    tenant: str
-    subject: str | None
-    session_window: SessionWindow = DEFAULT_WINDOW
+    window: SessionWindow = DEFAULT_WINDOW
     token_counter: Callable[[str], int] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
     def _session_key(self, session: str, subject: str | None) -> dict[str, str]:
-        return {"tenant": self.tenant, "session": v.name(session, "session"),
-                "subject": v.optional_name(subject, "subject") or self.subject or "default"}
+        return {"tenant": self._store.tenant, "session": v.name(session, "session"),
+                "subject": (v.optional_name(subject, "subject") or self._store.subject
+                            or "default")}
 
     def _count(self, text: str) -> int:
         counter = self.token_counter or count_tokens
         return int(counter(text)) if text else 0
 
     # -- the conversation buffer -----------------------------------------------------------
-    def add_message(self, session: str, role: str, content: str, *,
-                    subject: str | None = None, window: SessionWindow | None = None,
-                    llm: ChatLLM | None = _FROM_ENV) -> AppendResult:
+    def append(self, session: str, role: str, content: str, *,
+               subject: str | None = None, window: SessionWindow | None = None,
+               llm: ChatLLM | None = _FROM_ENV) -> AppendResult:
         """Append one turn to ``session`` (role: system, user, assistant or tool), then fold
-        the turns that scrolled out of ``window`` (default: the store's ``session_window``)
+        the turns that scrolled out of ``window`` (default: the family's ``window``)
         into the running summary. ``llm``: default the store's (MEMDB_LLM_*), None for the
         offline extractive summary; an LLM failure falls back to it too."""
         key = self._session_key(session, subject)
@@ -229,11 +235,11 @@ class SessionMemory:
             raise InvalidInput("content must be a string")
         v.optional_text(content, "content", MAX_MESSAGE_CHARS)
         tokens = self._count(content)
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        with self._store._transaction() as conn:
             new_id = conn.execute(_sql.query("session_append"), {
                 **key, "role": role, "content": content, "tokens": tokens}).fetchone()["id"]
-        chat = self.llm if llm is _FROM_ENV else llm  # type: ignore[attr-defined]
-        folded, path, reason = self._fold(key, window or self.session_window, chat)
+        chat = self._store.llm if llm is _FROM_ENV else llm
+        folded, path, reason = self._fold(key, window or self.window, chat)
         return AppendResult(int(new_id), tokens, folded, path, reason)
 
     def _fold(self, key: dict[str, str], window: SessionWindow,
@@ -241,7 +247,7 @@ class SessionMemory:
         """Fold the turns outside the window into the summary (retried if another worker
         folded meanwhile); returns (turns folded, summary path, fallback reason)."""
         for _attempt in range(_FOLD_ATTEMPTS):
-            with self._transaction() as conn:  # type: ignore[attr-defined]
+            with self._store._transaction() as conn:
                 head = conn.execute(_sql.query("session_get"), key).fetchone()
                 rows = conn.execute(_sql.query("session_window"), {
                     **key, "max_tokens": window.max_tokens,
@@ -252,7 +258,7 @@ class SessionMemory:
             texts = ([head["summary"]] if head["summary"] else []) + [
                 _turn_text(r["role"], r["content"]) for r in out]
             made = summarize(texts, chat, max_sentences=window.summary_sentences)
-            with self._transaction() as conn:  # type: ignore[attr-defined]
+            with self._store._transaction() as conn:
                 applied = conn.execute(_sql.query("session_fold"), {
                     **key, "expected_through": head["summarized_through"],
                     "through": out[-1]["id"], "summary": made.text,
@@ -262,13 +268,13 @@ class SessionMemory:
                 return len(out), made.path, made.fallback_reason
         return 0, None, None  # others kept folding; the next append folds what is left
 
-    def get_session(self, session: str, *, subject: str | None = None,
-                    window: SessionWindow | None = None) -> SessionView:
-        """The session's summary, the turns inside ``window`` (default: the store's), and
+    def get(self, session: str, *, subject: str | None = None,
+            window: SessionWindow | None = None) -> SessionView:
+        """The session's summary, the turns inside ``window`` (default: the family's), and
         its working state; NotFound if the session has neither turns nor state."""
         key = self._session_key(session, subject)
-        win = window or self.session_window
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        win = window or self.window
+        with self._store._transaction() as conn:
             head = conn.execute(_sql.query("session_get"), key).fetchone()
             rows = conn.execute(_sql.query("session_window"), {
                 **key, "max_tokens": win.max_tokens,
@@ -283,28 +289,28 @@ class SessionMemory:
             buffered=int(head["buffered"]),
             state=WorkingState.from_json(head["state"], int(head["state_version"])))
 
-    def delete_session(self, session: str, *, subject: str | None = None) -> None:
+    def delete(self, session: str, *, subject: str | None = None) -> None:
         """Delete a session: its turns, summary and working state; NotFound if none."""
         key = self._session_key(session, subject)
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        with self._store._transaction() as conn:
             if conn.execute(_sql.query("session_delete"), key).fetchone() is None:
                 raise NotFound(f"no session {key['session']!r} for subject {key['subject']!r}")
 
-    def list_sessions(self, *, subject: str | None = None,
-                      limit: int = 100) -> list[dict[str, Any]]:
+    def list(self, *, subject: str | None = None,
+             limit: int = 100) -> list[dict[str, Any]]:
         """Sessions of this tenant (or subject), most recently updated first."""
         v.positive_int(limit, "limit", 100_000)
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        with self._store._transaction() as conn:
             rows = conn.execute(_sql.query("session_list"), {
-                "tenant": self.tenant, "limit": limit,
-                "subject": v.optional_name(subject, "subject") or self.subject}).fetchall()
+                "tenant": self._store.tenant, "limit": limit,
+                "subject": v.optional_name(subject, "subject") or self._store.subject}).fetchall()
         return [dict(r) for r in rows]
 
     # -- working state ---------------------------------------------------------------------
     def get_state(self, session: str, *, subject: str | None = None) -> WorkingState:
         """The session's working state (an empty one at version 0 if none was written)."""
         key = self._session_key(session, subject)
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        with self._store._transaction() as conn:
             head = conn.execute(_sql.query("session_get"), key).fetchone()
         if head is None:
             return WorkingState()
@@ -320,7 +326,7 @@ class SessionMemory:
                 or expected_version < 0:
             raise InvalidInput("expected_version must be a non-negative integer")
         value = state if isinstance(state, WorkingState) else WorkingState.from_json(state)
-        with self._transaction() as conn:  # type: ignore[attr-defined]
+        with self._store._transaction() as conn:
             row = conn.execute(_sql.query("session_set_state"), {
                 **key, "state": Jsonb(value.to_json()),
                 "expected_version": expected_version}).fetchone()
@@ -347,15 +353,69 @@ class SessionMemory:
             raise InvalidInput(f"unknown working state fields in {sorted(changes)}") from None
         return self.set_state(session, updated, expected_version=expected, subject=subject)
 
-    def recent_messages(self, session: str, *, subject: str | None = None,
-                        window: SessionWindow | None = None) -> Sequence[Message]:
+    def recent(self, session: str, *, subject: str | None = None,
+               window: SessionWindow | None = None) -> Sequence[Message]:
         """The turns inside the window, oldest first (empty for an unknown session)."""
         try:
-            return self.get_session(session, subject=subject, window=window).messages
+            return self.get(session, subject=subject, window=window).messages
         except NotFound:
             return ()
 
+    # -- the session's working memories: summary and consolidation -------------------------
+    def summarize(self, session_id: str, *, subject: str | None = None,
+                  llm: ChatLLM | None = _FROM_ENV, max_sentences: int = 5,
+                  dry_run: bool = False) -> SessionSummary:
+        """Summarize a session's working memories into one episodic memory (category events,
+        tag 'session-summary', source_id the session; source_type 'model_inference' from the
+        LLM, 'system' from the extractive fallback). ``llm=None`` forces the offline path.
+        The result says which path was taken and why the LLM was not used."""
+        session_id = v.name(session_id, "session_id")
+        subject = v.optional_name(subject, "subject")
+        v.positive_int(max_sentences, "max_sentences", 50)
+        with self._store._transaction() as conn:
+            rows = conn.execute(_sql.query("session_memories"), {
+                "tenant": self._store.tenant, "session_id": session_id, "subject": subject,
+                "limit": 1000}).fetchall()
+        subjects = sorted({r["subject"] for r in rows})
+        if len(subjects) > 1:
+            raise InvalidInput(f"session {session_id!r} has memories of several subjects "
+                               f"({', '.join(subjects)}): pass subject=")
+        owner = subject or (subjects[0] if subjects else None)
+        if not rows:
+            return SessionSummary(session_id, owner, "", "none", "no working memories", ())
+        chat = self._store.llm if llm is _FROM_ENV else llm
+        result = summarize([r["content"] for r in rows], chat,
+                           weights=[float(r["importance"]) for r in rows],
+                           max_sentences=max_sentences)
+        source_ids = tuple(r["id"] for r in rows)
+        summary = SessionSummary(session_id, owner, result.text, result.path,
+                                 result.fallback_reason, source_ids)
+        if dry_run or not result.text:
+            return summary
+        item = {
+            "content": result.text, "subject": owner, "kind": "episodic", "category": "events",
+            "scope": "user", "session_id": session_id,
+            "importance": max(float(r["importance"]) for r in rows),
+            "source_type": "model_inference" if result.path == "llm" else "system",
+            "source_id": session_id, "created_by": "memdb.summarize", "tags": [SUMMARY_TAG],
+            "metadata": {"summary_of_session": session_id, "path": result.path,
+                         "fallback_reason": result.fallback_reason,
+                         "source_ids": [str(i) for i in source_ids]},
+        }
+        [(memory_id, created)] = _write_direct(self._store, [item],
+                                               f"summary of session {session_id}")
+        return SessionSummary(session_id, owner, result.text, result.path,
+                              result.fallback_reason, source_ids, memory_id, created)
 
-class Sessions(SessionMemory, ContextBuilder):
-    """The session mixin of :class:`~memdb.MemoryStore`: the conversation buffer, working
-    state (:class:`SessionMemory`) and :meth:`~memdb.context.ContextBuilder.build_context`."""
+    def consolidate(self, session_id: str, *, threshold: float = 0.6,
+                    subject: str | None = None, dry_run: bool = False) -> list[Consolidated]:
+        """Move the session's working memories with importance >= ``threshold`` to episodic
+        (importance × 1.1, capped at 1; expiry cleared), all in one transaction."""
+        with self._store._transaction() as conn:
+            self._store._begin(conn, f"consolidate: session {session_id}")
+            rows = conn.execute(_sql.query("consolidate_session"), {
+                "tenant": self._store.tenant, "session_id": v.name(session_id, "session_id"),
+                "threshold": v.unit(threshold, "threshold"),
+                "subject": v.optional_name(subject, "subject"),
+                "dry_run": bool(dry_run)}).fetchall()
+        return [Consolidated(**r) for r in rows]

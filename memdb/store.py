@@ -12,10 +12,11 @@ True
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -24,14 +25,15 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import _bridge, _sql
+from . import _bridge, _deprecated, _sql
 from . import _validate as v
 from ._autoschema import owns_server
 from .agent import Agent
 from .agent_loop import AgentLoop
-from .ask import Ask
 from .classify import classify
 from .connection import Database
+from .context import ContextBuilder
+from .documents import Documents
 from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
 from .errors import (
     DatabaseError,
@@ -46,9 +48,9 @@ from .errors import (
 from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .graph import Graph
-from .ingest import Ingest
 from .inputs import MemoryInput, as_input, keyword_index_may_overflow
-from .lifecycle import Lifecycle
+from .llm import ChatLLM, llm_from_env
+from .maintenance import Maintenance
 from .meta import MetaMemory
 from .models import (
     AddResult,
@@ -60,8 +62,11 @@ from .models import (
     SourceType,
 )
 from .recall import RecallMixin
+from .review import Review
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 from .session import Sessions
+from .subjects import Subjects
+from .traces import Traces
 from .uris import memory_id as memory_id_of
 
 __all__ = ["MemoryStore", "MemoryInput", "EMBEDDING_ERROR_POLICIES"]
@@ -130,7 +135,7 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
-class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, RecallMixin):
+class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     """Long-term memory for one tenant in PostgreSQL.
 
     ``dsn``: a PostgreSQL URL; default ``$MEMDB_DSN``, else the embedded server.
@@ -146,12 +151,19 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
     a timeout, NaN or wrongly sized vectors): ``"raise"`` (default; ``$MEMDB_ON_EMBEDDING_ERROR``)
     raises :class:`~memdb.errors.EmbeddingError` and stores nothing; ``"defer"`` stores the
     rows without an embedding (BM25 and exact match find them meanwhile) and
-    :meth:`reembed` embeds them later.
+    ``store.maintenance.reembed()`` embeds them later.
 
     Every transaction runs as the application role ``memdb_app`` with the tenant (and
     subject) set LOCAL, so PostgreSQL's row-level security enforces the isolation; the SQL
     functions' tenant parameters are a second line of defence. :meth:`migrate` runs as the
     admin login; all-tenant maintenance is :class:`memdb.MemoryAdmin`'s.
+
+    The core verbs (add, search, recall, get, list, update, delete, history, remember,
+    context, ...) are the store's own; each family of the rest is a small object reached from
+    it: :attr:`sessions`, :attr:`documents`, :attr:`graph`, :attr:`review`, :attr:`traces`,
+    :attr:`maintenance`, :attr:`subjects`. The old flat names (``add_message``,
+    ``ingest``, ``maintain``...) still work for one release and warn
+    (:mod:`memdb._deprecated`).
     """
 
     _driver = "sync"  # the async driver's core is a subclass with "async" (memdb.aio)
@@ -233,6 +245,56 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         """What an agent knows about itself: persona, abilities, limits, lessons, under the
         subject ``agent:<name>`` (:mod:`memdb.meta`)."""
         return MetaMemory(self)
+
+    _llm: ChatLLM | None = None
+
+    @property
+    def llm(self) -> ChatLLM | None:
+        """The LLM for summaries, extraction and answers: set it, or it comes from
+        MEMDB_LLM_* (None: offline)."""
+        if self._llm is None:
+            self._llm = llm_from_env()
+        return self._llm
+
+    @llm.setter
+    def llm(self, value: ChatLLM | None) -> None:
+        self._llm = value
+
+    # -- the families (composed; each holds this store) -----------------------------------
+    @functools.cached_property
+    def sessions(self) -> Sessions:
+        """Conversation buffers, working state, session summaries (:mod:`memdb.session`)."""
+        return Sessions(self)
+
+    @functools.cached_property
+    def documents(self) -> Documents:
+        """Ingested documents, their search and answers from them (:mod:`memdb.documents`)."""
+        return Documents(self)
+
+    @functools.cached_property
+    def graph(self) -> Graph:
+        """The entity graph: link, neighbors, graph search (:mod:`memdb.graph`)."""
+        return Graph(self)
+
+    @functools.cached_property
+    def review(self) -> Review:
+        """The review queue of proposed rules (:mod:`memdb.review`)."""
+        return Review(self)
+
+    @functools.cached_property
+    def traces(self) -> Traces:
+        """Recall traces, their statistics, retention and erasure (:mod:`memdb.traces`)."""
+        return Traces(self)
+
+    @functools.cached_property
+    def maintenance(self) -> Maintenance:
+        """Expiry, forgetting, decay, re-embedding, sedimentation (:mod:`memdb.maintenance`)."""
+        return Maintenance(self)
+
+    @functools.cached_property
+    def subjects(self) -> Subjects:
+        """One subject's summary, export and erasure (:mod:`memdb.subjects`)."""
+        return Subjects(self)
 
     def space_id(self) -> int:
         """The id of this store's embedding space. Only the admin registers a new one
@@ -534,70 +596,6 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
         if not deleted:
             raise NotFound(f"no memory {mid}")
 
-    def purge_expired(self) -> int:
-        """Delete this tenant's expired memories; returns how many."""
-        with self._transaction() as conn:
-            self._begin(conn, "expired")
-            return int(conn.execute(_sql.query("purge_expired"),
-                                    {"tenant": self.tenant}).fetchone()["purged"])
-
-    # -- the re-embedding queue -------------------------------------------------------------
-    def pending_embeddings(self) -> int:
-        """How many current memories of this tenant (or subject) wait for an embedding."""
-        with self._transaction() as conn:
-            return int(conn.execute(_sql.query("pending_embeddings"),
-                                    {"tenant": self.tenant}).fetchone()["n"])
-
-    def reembed(self, batch_size: int = 64, limit: int | None = None, *,
-                progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed queued memories (current rows without an embedding) and store their vectors;
-        returns how many were written.
-
-        One pass over the queue in id order, ``batch_size`` rows at a time, each batch read,
-        embedded outside any transaction, then written in a transaction of its own that only
-        touches rows still holding exactly the embedded text and still without a vector (a
-        row changed meanwhile is skipped; its new text stays queued). ``limit`` caps the rows
-        read. ``progress(done, total)`` is called after each batch (``total``: the queue's size
-        at the start, capped by ``limit``). A provider failure raises EmbeddingError; batches
-        written before it stay written.
-        """
-        v.positive_int(batch_size, "batch_size", 10_000)
-        if limit is not None:
-            v.positive_int(limit, "limit", 10**9)
-        total = self.pending_embeddings()
-        if limit is not None:
-            total = min(total, limit)
-        space_id = self.space_id()
-        after, read, written = UUID(int=0), 0, 0
-        while limit is None or read < limit:
-            size = batch_size if limit is None else min(batch_size, limit - read)
-            with self._transaction() as conn:
-                rows = conn.execute(_sql.query("embedding_queue"), {
-                    "tenant": self.tenant, "after": after, "limit": size}).fetchall()
-            if not rows:
-                break
-            read += len(rows)
-            after = rows[-1]["id"]
-            texts = [MemoryInput(content=r["content"],
-                                 search_context=r["search_context"]).embedding_text()
-                     for r in rows]
-            try:
-                vectors = embed_checked(self.embedder, texts)
-            except EmbeddingError as exc:
-                raise EmbeddingError(
-                    f"re-embedding stopped after {written} memories: {exc}") from exc
-            with self._transaction() as conn:
-                written += int(conn.execute(_sql.query("set_embeddings"), {
-                    "tenant": self.tenant, "space_id": space_id,
-                    "ids": [r["id"] for r in rows],
-                    "contents": [r["content"] for r in rows],
-                    "contexts": [r["search_context"] for r in rows],
-                    "embeddings": list(vectors),
-                }).fetchone()["n"])
-            if progress is not None:
-                progress(min(read, total) if total else read, total)
-        return written
-
     # -- reads -----------------------------------------------------------------------------
     def get(self, memory_id: UUID | str) -> Memory:
         """One memory by id or URI (current or superseded, not expired); NotFound otherwise.
@@ -725,3 +723,7 @@ class MemoryStore(Lifecycle, Ingest, Ask, Sessions, Agent, AgentLoop, Graph, Rec
             return int(conn.execute(_sql.query("count_memories"),
                                     {"tenant": self.tenant}).fetchone()["n"])
 
+
+_FAMILIES = {"sessions": Sessions, "documents": Documents, "graph": Graph, "review": Review,
+             "traces": Traces, "maintenance": Maintenance, "subjects": Subjects}
+_deprecated.install(MemoryStore, _FAMILIES)  # the old flat names, for one release

@@ -8,7 +8,7 @@ when a task ends (``remember`` is the one it calls after each turn).
   **rule candidates**: each must pass the write gate as a rule (kind procedural, category
   system) and is then *proposed* into the review queue (``memdb.review_queue``, as
   sedimentation does), never written as a rule directly; approving it
-  (:meth:`~memdb.MemoryStore.review_approve`) makes it a system rule.
+  (:meth:`memdb.review.Review.approve`) makes it a system rule.
 * ``outcome="failure"``: a **reflection** phrased as an actionable rule, "下次…时，先…" /
   "Next time, … before …" (category ``patterns``, tag ``reflection``, so the gate's reflection
   TTL default applies, 180 days). Its text comes from, in order: ``fix=`` (what to do first
@@ -195,7 +195,7 @@ def task_end(store: Any, session: str, *, outcome: str, summary: str,
     rules = [v.content(r, "rule") for r in rules]
     fix = None if fix is None else v.content(fix, "fix")
     if task is None:
-        task = store.get_state(session, subject=who).goal
+        task = store.sessions.get_state(session, subject=who).goal
     else:
         task = v.content(task, "task")
     timeout = write_timeout(timeout)

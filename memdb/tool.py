@@ -404,15 +404,15 @@ class MemoryTool:
     def _summary(self, args: dict[str, Any], provenance: str | None,
                  call_id: str | None) -> dict[str, Any]:
         k = _integer(args, "k", 1, 20) if "k" in args else 5
-        return self.store.memory_summary(subject=self.subject, k=k, max_chars=MAX_RESULT_CHARS)
+        return self.store.subjects.summary(subject=self.subject, k=k, max_chars=MAX_RESULT_CHARS)
 
     def _forget(self, args: dict[str, Any], provenance: str | None,
                 call_id: str | None) -> dict[str, Any]:
         threshold = _number(args, "threshold", 0, 0.5) if "threshold" in args else 0.1
         dry_run = self._flag(args)
         # the SQL selection (never category system) is tenant-wide: keep this subject's
-        candidates = set(self.store.forget_by_importance(threshold, limit=100_000,
-                                                         dry_run=True))
+        candidates = set(self.store.maintenance.forget_by_importance(
+            threshold, limit=100_000, dry_run=True))
         mine = [m.id for m in self.store.list(subject=self.subject, limit=100_000)
                 if m.id in candidates][:100]
         if not dry_run:
@@ -426,8 +426,8 @@ class MemoryTool:
                      call_id: str | None) -> dict[str, Any]:
         session = _text(args, "session_id", 256)
         threshold = _number(args, "threshold", 0, 1) if "threshold" in args else 0.6
-        moved = self.store.consolidate(session, threshold=threshold, subject=self.subject,
-                                       dry_run=self._flag(args))
+        moved = self.store.sessions.consolidate(session, threshold=threshold,
+                                                subject=self.subject, dry_run=self._flag(args))
         return {"consolidated": len(moved), "dry_run": self._flag(args),
                 "ids": [str(getattr(c, "id", "")) for c in moved[:20]]}
 

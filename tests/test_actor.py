@@ -15,7 +15,7 @@ def test_actor_is_history_actor_and_default_created_by(fresh_db, embedder, raw):
         s.update(first.id, importance=0.9, reason="birthdays matter")
         newer = s.add("Alice 的生日是 5 月 4 日", norm_key="alice-birthday")
         s.add("Alice prefers green tea", importance=0.95)  # a duplicate: bumped, kept
-        s.ingest([TextSource("kb:actor", "# Notes\n\nChunks record who ingested them.")])
+        s.documents.ingest([TextSource("kb:actor", "# Notes\n\nChunks record who ingested them.")])
         s.delete(own.id, reason="asked to forget")
         assert s.get(first.id).created_by == "agent-7"
         assert s.get(newer.id).created_by == "agent-7"

@@ -63,7 +63,7 @@ def test_store_maintain_all_tenants_is_forbidden(fresh_db, raw, tenants, dry_run
     """The issue's repro: a tenant- and subject-scoped store asks for every tenant."""
     with MemoryStore(fresh_db, tenant="x", subject="m") as store:
         with pytest.raises(Forbidden, match="MemoryAdmin"):
-            store.maintain(all_tenants=True, importance_threshold=0.06, dry_run=dry_run)
+            store.maintenance.run(all_tenants=True, importance_threshold=0.06, dry_run=dry_run)
     assert counts(raw) == {"victim": 1, "attacker": 1}
 
 
@@ -71,7 +71,7 @@ def test_store_maintain_stays_in_its_tenant_and_subject(fresh_db, raw, tenants):
     raw.execute("SELECT memdb.add_memories(%s)", (Jsonb([{
         "tenant": "attacker", "subject": "bob", "importance": LOW, "content": "bob's note"}]),))
     with MemoryStore(fresh_db, tenant="attacker", subject="mallory") as store:
-        out = store.maintain(importance_threshold=0.06)
+        out = store.maintenance.run(importance_threshold=0.06)
     assert out["tenant"] == "attacker" and out["steps"]["forget_importance"] == 1
     assert counts(raw) == {"victim": 1, "attacker": 1}  # bob's note is left too
     assert raw.execute("SELECT subject FROM memdb.memories WHERE tenant = 'attacker'"
@@ -80,7 +80,7 @@ def test_store_maintain_stays_in_its_tenant_and_subject(fresh_db, raw, tenants):
 
 @pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
 def test_cli_maintain_all_tenants_is_refused(fresh_db, raw, tenants, dry_run):
-    result = run(fresh_db, "--tenant", "attacker", "--as-subject", "mallory", "maintain",
+    result = run(fresh_db, "--tenant", "attacker", "--as-subject", "mallory", "maintenance", "run",
                  "--all-tenants", "--set", "importance_threshold=0.06", *dry_run)
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith("error: --all-tenants is refused")

@@ -496,7 +496,7 @@ def test_working_state_errors_name_the_working_state(s, sraw):
                          ({"goal": "g" * 70_000}, "working state goal"),
                          ({"plan": ["ok", "nul \x00"]}, "working state plan")):
         error = check(sraw, InvalidInput,
-                      lambda st=state: s.set_state("bad-state", st, expected_version=0))
+                      lambda st=state: s.sessions.set_state("bad-state", st, expected_version=0))
         assert named in str(error) and "metadata" not in str(error)
 
 

@@ -83,7 +83,7 @@ def test_console_script_is_installed() -> None:
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Usage: memdb" in done.stdout
-    for command in ("demo", "add", "search", "history", "purge", "mark-used"):
+    for command in ("demo", "add", "search", "history", "maintenance", "mark-used"):
         assert command in done.stdout
 
 
@@ -306,8 +306,8 @@ def test_purge_and_count(fresh_db: str) -> None:
     assert len(ok_json(fresh_db, "list")) == 1
     assert len(ok_json(fresh_db, "list", "--include-expired")) == 2
     assert ok_json(fresh_db, "count") == {"count": 2}
-    assert ok_json(fresh_db, "purge") == {"purged": 1}
-    assert run(fresh_db, "purge").stdout.strip() == "purged 0 expired memories"
+    assert ok_json(fresh_db, "maintenance", "purge") == {"purged": 1}
+    assert run(fresh_db, "maintenance", "purge").stdout.strip() == "purged 0 expired memories"
     assert run(fresh_db, "count").stdout.strip() == "1"
 
 

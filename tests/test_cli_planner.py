@@ -1,4 +1,4 @@
-"""``memdb plan``, ``recall``, ``trace``, ``stats`` and ``classify`` through click's runner
+"""``memdb plan``, ``recall``, ``traces`` and ``maintenance reclassify`` through click's runner
 against a fresh database (the real embedded PostgreSQL and the local embedder)."""
 
 from __future__ import annotations
@@ -65,27 +65,27 @@ def test_recall_trace_stats_classify(fresh_db):
     text = run(fresh_db, "recall", "量子纠错码", "--subject", "nobody").output
     assert "status no_relevant_memory" in text
 
-    traces = ok_json(fresh_db, "trace")
+    traces = ok_json(fresh_db, "traces", "list")
     assert len(traces) == 2
-    one = ok_json(fresh_db, "trace", res["trace_id"])
+    one = ok_json(fresh_db, "traces", "show", res["trace_id"])
     assert one["intent"] == "preference_query" and one["chosen_ids"]
-    shown = run(fresh_db, "trace", res["trace_id"]).output
+    shown = run(fresh_db, "traces", "show", res["trace_id"]).output
     assert "candidates:" in shown and "q1:" in shown
-    assert run(fresh_db, "trace", "not-a-uuid").exit_code == 1
+    assert run(fresh_db, "traces", "show", "not-a-uuid").exit_code == 1
 
-    stats = ok_json(fresh_db, "stats")
+    stats = ok_json(fresh_db, "traces", "stats")
     assert stats["searches"] == 2 and stats["empty_rate"] == 0.5
-    assert "p95_ms" in run(fresh_db, "stats").output
+    assert "p95_ms" in run(fresh_db, "traces", "stats").output
 
     with psycopg.connect(fresh_db, autocommit=True) as conn:  # as if written before 0006
         conn.execute("UPDATE memdb.memories SET category = 'general', tag_version = NULL")
-    report = ok_json(fresh_db, "classify", "--backfill", "--dry-run")
+    report = ok_json(fresh_db, "maintenance", "reclassify", "--dry-run")
     assert report["moves"] == {"general->preferences": 1, "general->system": 1}
     assert ok_json(fresh_db, "get", added["id"])["category"] == "general"
-    assert "would move 2" in run(fresh_db, "classify", "--backfill", "--dry-run").output
-    report = ok_json(fresh_db, "classify", "--backfill")
+    assert "would move 2" in run(fresh_db, "maintenance", "reclassify", "--dry-run").output
+    report = ok_json(fresh_db, "maintenance", "reclassify")
     assert report["moved"] == 2
     assert ok_json(fresh_db, "get", added["id"])["category"] == "preferences"
 
-    assert ok_json(fresh_db, "trace", "--erase-subject", "wangwu") == {"erased": 1}
-    assert ok_json(fresh_db, "trace", "--purge", "--days", "0") == {"purged": 1}
+    assert ok_json(fresh_db, "traces", "erase", "wangwu") == {"erased": 1}
+    assert ok_json(fresh_db, "traces", "purge", "--days", "0") == {"purged": 1}

@@ -24,7 +24,7 @@ def test_session_add_show_and_fold(fresh_db: str) -> None:
     turns = [("user", "我们决定使用PostgreSQL 18。"), ("assistant", "好的。"),
              ("user", "Backups run nightly at 02:00."), ("assistant", "Noted.")]
     for role, text in turns:
-        out = ok_json(fresh_db, "session", "add", "s1", role, text, "--max-messages", "2")
+        out = ok_json(fresh_db, "session", "append", "s1", role, text, "--max-messages", "2")
         assert out["tokens"] > 0
     assert out["folded"] == 1 and out["summary_path"] == "extractive"
     view = ok_json(fresh_db, "session", "show", "s1", "--max-messages", "2")
@@ -32,9 +32,9 @@ def test_session_add_show_and_fold(fresh_db: str) -> None:
     assert "PostgreSQL 18" in view["summary"] and view["state"]["version"] == 0
     text = run(fresh_db, "session", "show", "s1")
     assert text.exit_code == 0 and "summary (extractive" in text.stdout
-    piped = run(fresh_db, "session", "add", "s1", "user", "-", "--json", input="来自标准输入")
+    piped = run(fresh_db, "session", "append", "s1", "user", "-", "--json", input="来自标准输入")
     assert piped.exit_code == 0 and json.loads(piped.stdout)["tokens"] > 0
-    bad = run(fresh_db, "session", "add", "s1", "robot", "hi")
+    bad = run(fresh_db, "session", "append", "s1", "robot", "hi")
     assert bad.exit_code == 2  # click's choice check
     missing = run(fresh_db, "session", "show", "nope")
     assert missing.exit_code == 1 and missing.stderr.startswith("error: no session")
@@ -65,7 +65,7 @@ def test_context_command(fresh_db: str) -> None:
     rule = add(fresh_db, "回答时使用用户的语言。", "--category", "system", "--subject", "alice")
     tea = add(fresh_db, "爱丽丝喜欢喝不加糖的绿茶。", "--category", "preferences",
               "--subject", "alice")
-    ok_json(fresh_db, "session", "add", "trip", "user", "我想给爱丽丝带礼物。",
+    ok_json(fresh_db, "session", "append", "trip", "user", "我想给爱丽丝带礼物。",
             "--subject", "alice")
     ctx = ok_json(fresh_db, "context", "爱丽丝喜欢喝什么？", "--session", "trip",
                   "--budget", "500", "--subject", "alice")
@@ -81,7 +81,7 @@ def test_context_command(fresh_db: str) -> None:
     assert small.exit_code == 1 and "too small" in small.stderr
     both = run(fresh_db, "context", "tea", "--instructions", "x", "--no-instructions")
     assert both.exit_code == 1
-    for cmd in (["context"], ["session"], ["session", "add"], ["session", "show"],
+    for cmd in (["context"], ["session"], ["session", "append"], ["session", "show"],
                 ["session", "state"], ["session", "list"], ["session", "delete"]):
         helped = run(fresh_db, *cmd, "--help")
         assert helped.exit_code == 0 and "--json" in helped.stdout or cmd == ["session"]

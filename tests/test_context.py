@@ -46,10 +46,10 @@ def world(module_db, embedder):
         ids[text] = str(store.add(text, subject="alice", category=category).id)
     store.add("Carol's rule: never mention Alice.", subject="carol", category="system")
     window = SessionWindow(max_tokens=None, max_messages=5)
-    store.add_message("trip", "user", "Earlier we talked about the weather in Berlin.",
-                      subject="alice", window=window, llm=None)
+    store.sessions.append("trip", "user", "Earlier we talked about the weather in Berlin.",
+                          subject="alice", window=window, llm=None)
     for role, text in TURNS:
-        store.add_message("trip", role, text, subject="alice", window=window, llm=None)
+        store.sessions.append("trip", role, text, subject="alice", window=window, llm=None)
     yield store, ids
     store.close()
 
@@ -75,7 +75,7 @@ def _check_whole(ctx, ids: dict[str, str]) -> None:
 @pytest.mark.parametrize("query", ["What does Alice like to drink?", "爱丽丝喜欢喝什么？"])
 def test_priority_order_citations_and_language(world, query):
     store, ids = world
-    ctx = store.build_context(query, session="trip", budget_tokens=4000, subject="alice", k=4)
+    ctx = store.context(query, session="trip", budget_tokens=4000, subject="alice", k=4)
     lang = language_of(query)
     first = ctx.messages[0]
     assert first["role"] == "system" and first["content"].startswith(INSTRUCTIONS[lang])
@@ -99,41 +99,41 @@ def test_priority_order_citations_and_language(world, query):
 
 def test_instructions_are_configurable(world):
     store, _ = world
-    own = store.build_context("tea?", budget_tokens=2000, subject="alice",
-                              instructions="Use only the notes.")
+    own = store.context("tea?", budget_tokens=2000, subject="alice",
+                        instructions="Use only the notes.")
     assert own.messages[0]["content"].startswith("Use only the notes.\n\nRules:")
-    none = store.build_context("tea?", budget_tokens=2000, subject="alice", instructions=None)
+    none = store.context("tea?", budget_tokens=2000, subject="alice", instructions=None)
     assert none.messages[0]["content"].startswith("Rules:")
-    bare = store.build_context("tea?", budget_tokens=2000, subject="nobody", instructions=None)
+    bare = store.context("tea?", budget_tokens=2000, subject="nobody", instructions=None)
     assert bare.messages == [] and bare.tokens == 0
-    told = store.build_context("量子物理", budget_tokens=2000, subject="nobody")
+    told = store.context("量子物理", budget_tokens=2000, subject="nobody")
     assert [m["content"] for m in told.messages] == [INSTRUCTIONS["zh"], TEXTS["zh"]["none"]]
     with pytest.raises(InvalidInput):
-        store.build_context("tea?", budget_tokens=2000, instructions="")
+        store.context("tea?", budget_tokens=2000, instructions="")
 
 
 def test_small_budgets_drop_whole_items_by_priority(world):
     store, ids = world
-    full = store.build_context("Alice tea", session="trip", budget_tokens=4000,
-                               subject="alice", k=7)
+    full = store.context("Alice tea", session="trip", budget_tokens=4000,
+                         subject="alice", k=7)
     mandatory = message_tokens(full.messages[0])
     with pytest.raises(InvalidInput, match=f"need {mandatory} tokens"):
-        store.build_context("Alice tea", session="trip", budget_tokens=mandatory - 1,
-                            subject="alice")
-    only_rules = store.build_context("Alice tea", session="trip", budget_tokens=mandatory,
-                                     subject="alice", k=7)
+        store.context("Alice tea", session="trip", budget_tokens=mandatory - 1,
+                      subject="alice")
+    only_rules = store.context("Alice tea", session="trip", budget_tokens=mandatory,
+                               subject="alice", k=7)
     assert only_rules.messages == full.messages[:1] and only_rules.tokens == mandatory
     # room for the memories but not the summary and turns: turns go first, then the summary
     mem_cost = message_tokens(full.messages[1])
-    ctx = store.build_context("Alice tea", session="trip", budget_tokens=mandatory + mem_cost,
-                              subject="alice", k=7)
+    ctx = store.context("Alice tea", session="trip", budget_tokens=mandatory + mem_cost,
+                        subject="alice", k=7)
     assert ctx.messages == full.messages[:2]
     assert ctx.dropped["summary"] == 1 and ctx.dropped["turns"] == 5
     # a few tokens more than the memories + summary: only the newest turn(s) that fit, whole
     last = message_tokens({"content": TURNS[-1][1]})
     budget = mandatory + mem_cost + message_tokens(full.messages[2]) + last
-    ctx = store.build_context("Alice tea", session="trip", budget_tokens=budget,
-                              subject="alice", k=7)
+    ctx = store.context("Alice tea", session="trip", budget_tokens=budget,
+                        subject="alice", k=7)
     assert ctx.messages[-1]["content"] == TURNS[-1][1] and ctx.included["turns"] == 1
     assert ctx.tokens == budget
     _check_whole(ctx, ids)
@@ -141,8 +141,8 @@ def test_small_budgets_drop_whole_items_by_priority(world):
 
 def test_include_query_and_memory_cap(world):
     store, _ = world
-    ctx = store.build_context("爱丽丝住在哪里？", session="trip", budget_tokens=3000,
-                              subject="alice", include_query=True, max_memory_tokens=40)
+    ctx = store.context("爱丽丝住在哪里？", session="trip", budget_tokens=3000,
+                        subject="alice", include_query=True, max_memory_tokens=40)
     assert ctx.messages[-1] == {"role": "user", "content": "爱丽丝住在哪里？"}
     memory_msgs = [m for m in ctx.messages if m["content"].startswith(TEXTS["zh"]["memories"])]
     assert all(message_tokens(m) <= 40 for m in memory_msgs)
@@ -212,8 +212,8 @@ def test_assemble_never_exceeds_the_budget(budget, rules, memories, summary, tur
 def test_build_context_never_exceeds_random_budgets(world, budget, query):
     store, ids = world
     try:
-        ctx = store.build_context(query, session="trip", budget_tokens=budget,
-                                  subject="alice", k=7)
+        ctx = store.context(query, session="trip", budget_tokens=budget,
+                            subject="alice", k=7)
     except InvalidInput as exc:
         assert "too small" in str(exc)
         return
@@ -226,9 +226,9 @@ def test_build_context_rejects_bad_arguments(world):
     for kwargs in ({"budget_tokens": 0}, {"budget_tokens": "10"}, {"k": 0},
                    {"max_memory_tokens": 0}, {"subject": ""}):
         with pytest.raises(InvalidInput):
-            store.build_context("q", **{"budget_tokens": 100, **kwargs})
+            store.context("q", **{"budget_tokens": 100, **kwargs})
     with pytest.raises(InvalidInput):
-        store.build_context(None, budget_tokens=100)  # type: ignore[arg-type]
+        store.context(None, budget_tokens=100)  # type: ignore[arg-type]
 
 
 def test_a_counter_that_is_not_subadditive_still_fits():

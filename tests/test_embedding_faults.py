@@ -127,7 +127,7 @@ def test_openai_endpoint_success(fresh_db, raw):
         embedder = OpenAIEmbedder("canned-16", DIMS, base_url=api.base_url, api_key="k")
         with MemoryStore(fresh_db, gate=None, embedder=embedder) as store:
             store.add_many(ITEMS)
-            assert store.pending_embeddings() == 0
+            assert store.maintenance.pending_embeddings() == 0
     stored = embeddings(raw)
     for item in ITEMS:
         assert np.allclose(stored[item["content"]], canned_vector(text_of(item), DIMS), atol=1e-6)
@@ -155,7 +155,7 @@ def test_defer_stores_without_vectors_then_reembed(fresh_db, raw):
         results = store.add_many(ITEMS)
         assert [r.created for r in results] == [True] * len(ITEMS)
         assert [r.deferred for r in results] == [True] * len(ITEMS)
-        assert store.pending_embeddings() == len(ITEMS)
+        assert store.maintenance.pending_embeddings() == len(ITEMS)
         assert all(v is None for v in embeddings(raw).values())
         assert raw.execute("SELECT count(*) FROM memdb.memories WHERE space_id IS NOT NULL"
                            ).fetchone()[0] == 0
@@ -168,9 +168,9 @@ def test_defer_stores_without_vectors_then_reembed(fresh_db, raw):
         history_rows = raw.execute("SELECT count(*) FROM memdb.memory_history").fetchone()[0]
 
         embedder.mode = "ok"
-        assert store.reembed() == len(ITEMS)
-        assert store.pending_embeddings() == 0
-        assert store.reembed() == 0
+        assert store.maintenance.reembed() == len(ITEMS)
+        assert store.maintenance.pending_embeddings() == 0
+        assert store.maintenance.reembed() == 0
         stored = embeddings(raw)
         for item in ITEMS:  # the vector of content and search context, as on a direct write
             assert np.allclose(stored[item["content"]], canned_vector(text_of(item), DIMS),
@@ -191,7 +191,7 @@ def test_defer_then_duplicate_write_with_a_working_provider_fills_the_vector(fre
         second = store.add("张三住在北京", subject="zhangsan")
         assert (first.id, first.deferred, second.created, second.deferred) == \
             (second.id, True, False, False)
-        assert store.pending_embeddings() == 0
+        assert store.maintenance.pending_embeddings() == 0
     assert embeddings(raw)["张三住在北京"] is not None
 
 
@@ -212,14 +212,14 @@ def test_update_follows_the_policy(fresh_db, raw):
         changed = store.update(mid, content="Bob drinks 乌龙茶 now")
         assert changed.content == "Bob drinks 乌龙茶 now" and changed.version == 3
         assert embeddings(raw)["Bob drinks 乌龙茶 now"] is None  # never the old text's vector
-        assert store.pending_embeddings() == 1
+        assert store.maintenance.pending_embeddings() == 1
         embedder.mode = "ok"
-        assert store.reembed() == 1
+        assert store.maintenance.reembed() == 1
         embedder.mode = "raise"
         store.update(mid, search_context="said on 2024-06-01")  # the embedded text changes too
         assert embeddings(raw)["Bob drinks 乌龙茶 now"] is None
         embedder.mode = "ok"
-        assert store.reembed() == 1
+        assert store.maintenance.reembed() == 1
         assert np.allclose(embeddings(raw)["Bob drinks 乌龙茶 now"],
                            canned_vector("said on 2024-06-01\nBob drinks 乌龙茶 now", DIMS),
                            atol=1e-6)
@@ -231,13 +231,13 @@ def test_reembed_batches_limit_and_progress(fresh_db):
         store.add_many([f"第{i}条记忆 memory number {i}" for i in range(7)])
         embedder.mode, embedder.calls = "ok", 0
         seen: list[tuple[int, int]] = []
-        assert store.reembed(batch_size=2, limit=5,
-                             progress=lambda done, total: seen.append((done, total))) == 5
+        assert store.maintenance.reembed(
+            batch_size=2, limit=5, progress=lambda done, total: seen.append((done, total))) == 5
         assert embedder.calls == 3 and seen == [(2, 5), (4, 5), (5, 5)]
-        assert store.pending_embeddings() == 2
-        assert store.reembed(batch_size=100) == 2
+        assert store.maintenance.pending_embeddings() == 2
+        assert store.maintenance.reembed(batch_size=100) == 2
         with pytest.raises(InvalidInput):
-            store.reembed(batch_size=0)
+            store.maintenance.reembed(batch_size=0)
 
 
 def test_reembed_failure_keeps_finished_batches(fresh_db):
@@ -246,8 +246,8 @@ def test_reembed_failure_keeps_finished_batches(fresh_db):
         store.add_many([f"memory {i} 记忆" for i in range(6)])
         embedder.mode, embedder.calls, embedder.fail_after = "raise", 0, 1
         with pytest.raises(EmbeddingError, match="after 2 memories"):
-            store.reembed(batch_size=2)
-        assert store.pending_embeddings() == 4
+            store.maintenance.reembed(batch_size=2)
+        assert store.maintenance.pending_embeddings() == 4
 
 
 def test_reembed_never_stores_a_stale_vector(fresh_db, raw):
@@ -264,10 +264,10 @@ def test_reembed_never_stores_a_stale_vector(fresh_db, raw):
                         (ids[0],))
 
         embedder.on_call = change_meanwhile
-        assert store.reembed() == len(ITEMS) - 1
+        assert store.maintenance.reembed() == len(ITEMS) - 1
         assert embeddings(raw)["李四现在是后端工程师"] is None
-        assert store.pending_embeddings() == 1
-        assert store.reembed() == 1
+        assert store.maintenance.pending_embeddings() == 1
+        assert store.maintenance.reembed() == 1
         assert np.allclose(embeddings(raw)["李四现在是后端工程师"],
                            canned_vector("李四现在是后端工程师", DIMS), atol=1e-6)
 
@@ -282,10 +282,10 @@ def test_reembed_stays_in_its_tenant_and_subject(fresh_db, raw):
         a.add_many(ITEMS)
         b.add_many(ITEMS)
         embedder.mode = "ok"
-        assert (lisi.pending_embeddings(), a.pending_embeddings()) == (1, 4)
-        assert lisi.reembed() == 1
-        assert (a.pending_embeddings(), b.pending_embeddings()) == (3, 4)
-        assert a.reembed() == 3 and b.pending_embeddings() == 4
+        assert (lisi.maintenance.pending_embeddings(), a.maintenance.pending_embeddings()) == (1, 4)
+        assert lisi.maintenance.reembed() == 1
+        assert (a.maintenance.pending_embeddings(), b.maintenance.pending_embeddings()) == (3, 4)
+        assert a.maintenance.reembed() == 3 and b.maintenance.pending_embeddings() == 4
 
 
 def test_cli_reembed(fresh_db, monkeypatch, tmp_path):
@@ -307,18 +307,18 @@ def test_cli_reembed(fresh_db, monkeypatch, tmp_path):
         monkeypatch.setenv("MEMDB_ON_EMBEDDING_ERROR", "defer")
         for text in ("用户喜欢深色模式", "The user prefers dark mode", "每周一开周会"):
             assert run("add", "--no-gate", text, "--json").exit_code == 0
-        assert json.loads(run("pending-embeddings", "--json").stdout) == {"pending": 3}
-        still_down = run("reembed", "--json")
+        assert json.loads(run("maintenance", "pending", "--json").stdout) == {"pending": 3}
+        still_down = run("maintenance", "reembed", "--json")
         assert still_down.exit_code == 1 and still_down.stderr.startswith("error: re-embedding")
 
         api.mode = "ok"
-        result = run("reembed", "--batch-size", "1", "--json")
+        result = run("maintenance", "reembed", "--batch-size", "1", "--json")
         assert result.exit_code == 0, result.output
         out = json.loads(result.stdout)
         assert (out["reembedded"], out["pending"]) == (3, 0)
         assert result.stderr.splitlines() == [f"re-embedded {i}/3" for i in (1, 2, 3)]
-        assert run("pending-embeddings").stdout.strip() == "0"
-        text = run("reembed")
+        assert run("maintenance", "pending").stdout.strip() == "0"
+        text = run("maintenance", "reembed")
         assert text.exit_code == 0 and "re-embedded 0 memories" in text.stdout
         assert "0 still pending" in text.stdout
-        assert run("reembed", "--help").exit_code == 0
+        assert run("maintenance", "reembed", "--help").exit_code == 0

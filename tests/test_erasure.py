@@ -104,9 +104,9 @@ def world(fresh_db, embedder):
                      "session_id": "a1", "importance": 0.8}
                     for text in (f"Never share the {MARK_EN} code.", f"Alice likes {MARK_EN} jazz.",
                                  f"部署前必须先检查{MARK_ZH}。")])
-    store.summarize_session("a1", llm=None)
-    store.sediment(subject="alice", min_sessions=1)
-    assert store.review_list(subject="alice")
+    store.sessions.summarize("a1", llm=None)
+    store.maintenance.sediment(subject="alice", min_sessions=1)
+    assert store.review.list(subject="alice")
     bob = [store.add("Bob prefers coffee", subject="bob").id,
            store.add("鲍勃喜欢喝咖啡，也喜欢绿茶", subject="bob").id]
     store.mark_used([alice[0], bob[0]], subject="bob")  # bob used alice's memory and his own
@@ -128,14 +128,14 @@ def test_forget_subject_leaves_no_trace(world, fresh_db, tmp_path):
     assert len(bob_before["memory_usage"]) == 1
     other_before = snapshot(fresh_db, "other", "alice")
 
-    dry = store.forget_subject("alice", dry_run=True)
+    dry = store.subjects.forget("alice", dry_run=True)
     assert dry.counts["memories"] >= 8 and dry.counts["memory_history"] >= 9
     assert dry.counts["review_queue"] >= 1 and dry.counts["sediment_runs"] == 1
     assert dry.counts["memory_usage"] == 2 and dry.counts["bm25_terms"] > 0
     assert store.list(subject="alice")  # the dry run deleted nothing
 
     path = tmp_path / "alice.json"
-    done = store.forget_subject("alice", export_to=path)
+    done = store.subjects.forget("alice", export_to=path)
     assert done.counts == dry.counts and done.exported_to == str(path)
 
     # the export has all of it
@@ -153,7 +153,7 @@ def test_forget_subject_leaves_no_trace(world, fresh_db, tmp_path):
         assert not store.search(query, k=10, routes=["bm25", "exact"])
         hits = store.search(query, k=10)  # the vector route always finds neighbours: bob's
         assert {h.memory.subject for h in hits} == {"bob"}
-    assert not store.list(subject="alice") and not store.review_list(subject="alice", status=None)
+    assert not store.list(subject="alice") and not store.review.list(subject="alice", status=None)
     for mid in alice:
         with pytest.raises(NotFound):
             store.history(mid)
@@ -165,20 +165,20 @@ def test_forget_subject_leaves_no_trace(world, fresh_db, tmp_path):
     assert [h.memory.id for h in store.search("Bob coffee", k=5, subject="bob")][0] == bob[0]
     assert other.search(MARK_EN, k=3)
 
-    again = store.forget_subject("alice")
+    again = store.subjects.forget("alice")
     assert set(again.counts.values()) == {0}
 
 
 def test_export_subject_refuses_to_overwrite(world, fresh_db, tmp_path):
     store, *_ = world
     path = tmp_path / "export.json"
-    counts = store.export_subject("alice", path)
+    counts = store.subjects.export("alice", path)
     assert counts["memories"] >= 8
     before = path.read_bytes()
     with pytest.raises(InvalidInput, match="refusing to overwrite"):
-        store.export_subject("alice", path)
+        store.subjects.export("alice", path)
     with pytest.raises(InvalidInput, match="refusing to overwrite"):
-        store.forget_subject("alice", export_to=path)
+        store.subjects.forget("alice", export_to=path)
     assert path.read_bytes() == before
     assert store.list(subject="alice")  # nothing deleted when the export was refused
 

@@ -113,12 +113,12 @@ def _counts(raw: psycopg.Connection) -> tuple[int, int, int, int]:
 
 
 def test_ingest_folder_writes_documents_and_chunk_memories(hstore, docs, raw):
-    report = hstore.ingest([docs])
+    report = hstore.documents.ingest([docs])
     assert report.counts == {"created": 3}, report.to_dict()
-    uris = {d.uri for d in hstore.documents()}
+    uris = {d.uri for d in hstore.documents.list()}
     assert uris == {f"file://{docs}/deploy.md", f"file://{docs}/zh/部署.md",
                     f"file://{docs}/notes.txt"}
-    doc = next(d for d in hstore.documents() if d.uri.endswith("deploy.md"))
+    doc = next(d for d in hstore.documents.list() if d.uri.endswith("deploy.md"))
     assert (doc.title, doc.format, doc.version) == ("Deployment guide", "markdown", 1)
     assert doc.content_hash == hashlib.sha256(EN_DOC.encode()).hexdigest()
     assert doc.size == len(EN_DOC.encode())
@@ -142,10 +142,10 @@ def test_ingest_folder_writes_documents_and_chunk_memories(hstore, docs, raw):
 
 
 def test_reingest_unchanged_writes_nothing(hstore, docs, raw):
-    hstore.ingest([docs])
+    hstore.documents.ingest([docs])
     before = _counts(raw)
     embedded = len(hstore.embedder.texts)
-    report = hstore.ingest([docs])
+    report = hstore.documents.ingest([docs])
     assert report.counts == {"unchanged": 3}
     assert _counts(raw) == before
     assert len(hstore.embedder.texts) == embedded  # nothing embedded either
@@ -153,14 +153,14 @@ def test_reingest_unchanged_writes_nothing(hstore, docs, raw):
 
 
 def test_changed_file_replaces_its_chunks_and_reuses_unchanged_ones(hstore, docs, raw):
-    hstore.ingest([docs])
+    hstore.documents.ingest([docs])
     path = docs / "deploy.md"
     old_ids = {r[0] for r in raw.execute(
         "SELECT memory_id FROM memdb.document_chunks c JOIN memdb.documents d "
         "ON d.id = c.document_id WHERE d.uri = %s", (f"file://{path}",))}
     embedded = len(hstore.embedder.texts)
     path.write_text(EN_DOC.replace("every 90 days", "every 30 days"), encoding="utf-8")
-    report = hstore.ingest([docs])
+    report = hstore.documents.ingest([docs])
     assert report.counts == {"updated": 1, "unchanged": 2}
     result = next(f for f in report.files if f.status == "updated")
     assert result.version == 2 and result.created == 1 and result.removed == 1
@@ -181,23 +181,23 @@ def test_changed_file_replaces_its_chunks_and_reuses_unchanged_ones(hstore, docs
 
 
 def test_changed_options_rechunk(hstore, docs):
-    hstore.ingest([docs])
-    report = hstore.ingest([docs], chunk_tokens=32, overlap=8)
+    hstore.documents.ingest([docs])
+    report = hstore.documents.ingest([docs], chunk_tokens=32, overlap=8)
     assert report.counts == {"updated": 3}
-    assert hstore.ingest([docs], chunk_tokens=32, overlap=8).counts == {"unchanged": 3}
+    assert hstore.documents.ingest([docs], chunk_tokens=32, overlap=8).counts == {"unchanged": 3}
 
 
 def test_prune_removes_deleted_files_with_their_chunks(hstore, docs, raw):
-    hstore.ingest([docs])
+    hstore.documents.ingest([docs])
     (docs / "notes.txt").unlink()
-    dry = hstore.ingest([docs], prune=True, dry_run=True)
+    dry = hstore.documents.ingest([docs], prune=True, dry_run=True)
     assert [p.uri for p in dry.pruned] == [f"file://{docs}/notes.txt"]
     assert raw.execute("SELECT count(*) FROM memdb.documents").fetchone()[0] == 3
-    report = hstore.ingest([docs], prune=True)
+    report = hstore.documents.ingest([docs], prune=True)
     assert [p.uri for p in report.pruned] == [f"file://{docs}/notes.txt"]
     assert raw.execute("SELECT count(*) FROM memdb.memories WHERE content LIKE '%cafeteria%'"
                        ).fetchone()[0] == 0
-    assert {d.uri for d in hstore.documents()} == {f"file://{docs}/deploy.md",
+    assert {d.uri for d in hstore.documents.list()} == {f"file://{docs}/deploy.md",
                                                    f"file://{docs}/zh/部署.md"}
     ops = raw.execute("SELECT op FROM memdb.memory_history h JOIN memdb.memories m "
                       "ON false UNION ALL SELECT op FROM memdb.memory_history "
@@ -211,40 +211,42 @@ def test_prune_keeps_sibling_folders_and_needs_a_folder(hstore, tmp_path):
     b.mkdir()
     (a / "x.md").write_text("# X\n\nalpha", encoding="utf-8")
     (b / "y.md").write_text("# Y\n\nbeta", encoding="utf-8")
-    hstore.ingest([a, b])
-    assert hstore.ingest([a], prune=True).pruned == []  # docs2/ is not under docs/
+    hstore.documents.ingest([a, b])
+    assert hstore.documents.ingest([a], prune=True).pruned == []  # docs2/ is not under docs/
     with pytest.raises(InvalidInput):
-        hstore.ingest([a / "x.md"], prune=True)
+        hstore.documents.ingest([a / "x.md"], prune=True)
 
 
 def test_remove_document(hstore, docs, raw):
-    hstore.ingest([docs])
-    assert hstore.remove_document(f"file://{docs}/notes.txt") == 1
-    assert hstore.remove_document(f"file://{docs}/notes.txt") == 0
+    hstore.documents.ingest([docs])
+    assert hstore.documents.remove(f"file://{docs}/notes.txt") == 1
+    assert hstore.documents.remove(f"file://{docs}/notes.txt") == 0
     assert raw.execute("SELECT count(*) FROM memdb.memories WHERE content LIKE '%cafeteria%'"
                        ).fetchone()[0] == 0
 
 
 def test_raw_text_with_document_id(hstore, raw):
-    report = hstore.ingest([TextSource("kb:faq-1", "# FAQ\n\n退货政策：七天无理由退货。",
-                                       metadata={"lang": "zh"})])
+    report = hstore.documents.ingest([TextSource("kb:faq-1", "# FAQ\n\n退货政策：七天无理由退货。",
+                                                 metadata={"lang": "zh"})])
     assert report.counts == {"created": 1}
-    doc = hstore.documents()[0]
+    doc = hstore.documents.list()[0]
     assert (doc.uri, doc.title, doc.metadata) == ("kb:faq-1", "kb:faq-1", {"lang": "zh"}) or \
         (doc.uri, doc.metadata) == ("kb:faq-1", {"lang": "zh"})
-    assert hstore.ingest([{"id": "kb:faq-1", "text": "# FAQ\n\n退货政策：七天无理由退货。",
-                           "metadata": {"lang": "zh"}}]).counts == {"unchanged": 1}
-    assert hstore.ingest([{"id": "kb:faq-1", "text": "# FAQ\n\n退货政策：十四天无理由退货。",
-                           "metadata": {"lang": "zh"}}]).counts == {"updated": 1}
+    assert hstore.documents.ingest([{"id": "kb:faq-1",
+                                     "text": "# FAQ\n\n退货政策：七天无理由退货。",
+                                     "metadata": {"lang": "zh"}}]).counts == {"unchanged": 1}
+    assert hstore.documents.ingest([{"id": "kb:faq-1",
+                                     "text": "# FAQ\n\n退货政策：十四天无理由退货。",
+                                     "metadata": {"lang": "zh"}}]).counts == {"updated": 1}
     with pytest.raises(InvalidInput):
         TextSource("", "text")
 
 
 def test_identical_chunks_are_stored_once_and_survive_removal_of_one_owner(hstore, raw):
     boiler = "## Legal\n\nCopyright 2026 Example Corp. All rights reserved. Internal use only."
-    hstore.ingest([TextSource("a", f"# A\n\nalpha text here.\n\n{boiler}"),
-                   TextSource("b", f"# B\n\nbeta text here.\n\n{boiler}\n\n## Other\n\nmore.\n\n"
-                                   f"{boiler}")])
+    hstore.documents.ingest([
+        TextSource("a", f"# A\n\nalpha text here.\n\n{boiler}"),
+        TextSource("b", f"# B\n\nbeta text here.\n\n{boiler}\n\n## Other\n\nmore.\n\n{boiler}")])
     rows = raw.execute("SELECT count(*) FROM memdb.memories WHERE content = %s",
                        (boiler,)).fetchone()
     assert rows[0] == 1  # one memory, three chunk-map rows point at it
@@ -252,7 +254,7 @@ def test_identical_chunks_are_stored_once_and_survive_removal_of_one_owner(hstor
                        "ON m.id = c.memory_id WHERE m.content = %s", (boiler,)).fetchone()[0] == 3
     owner = raw.execute("SELECT d.uri FROM memdb.memories m JOIN memdb.documents d "
                         "ON d.id = m.document_id WHERE m.content = %s", (boiler,)).fetchone()[0]
-    hstore.remove_document(owner)
+    hstore.documents.remove(owner)
     survivor = raw.execute("SELECT d.uri, m.source_id, m.metadata->>'document_uri' "
                            "FROM memdb.memories m JOIN memdb.documents d "
                            "ON d.id = m.document_id WHERE m.content = %s", (boiler,)).fetchone()
@@ -265,10 +267,10 @@ def test_identical_chunks_are_stored_once_and_survive_removal_of_one_owner(hstor
 def test_chunk_equal_to_a_user_memory_links_to_it_and_prune_keeps_it(hstore, raw):
     fact = "The office wifi password is changed every Monday."
     mid = hstore.add(fact, source_id="chat-3#1").id
-    hstore.ingest([TextSource("kb:it", fact, format="text")])
+    hstore.documents.ingest([TextSource("kb:it", fact, format="text")])
     linked = raw.execute("SELECT memory_id FROM memdb.document_chunks").fetchall()
     assert [r[0] for r in linked] == [mid]
-    hstore.remove_document("kb:it")
+    hstore.documents.remove("kb:it")
     assert hstore.get(mid).content == fact
 
 
@@ -290,8 +292,8 @@ def test_per_file_errors_do_not_stop_the_run(hstore, tmp_path, raw):
     outside = tmp_path / "outside.md"
     outside.write_text("# Outside\n\nnot allowed", encoding="utf-8")
     os.symlink(outside, root / "escape.md")
-    report = hstore.ingest([root, root / "missing.md"], root=str(root), max_bytes=10_000,
-                           include=["*.md", "*.txt"])
+    report = hstore.documents.ingest([root, root / "missing.md"], root=str(root), max_bytes=10_000,
+                                     include=["*.md", "*.txt"])
     by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
     assert by_name["good.md"].status == "created"
     assert by_name["gbk.txt"].status == "created" and by_name["gbk.txt"].encoding == "gb18030"
@@ -310,7 +312,7 @@ def test_per_file_errors_do_not_stop_the_run(hstore, tmp_path, raw):
         assert by_name["latin1.txt"].error_kind == "encoding"
     zh = raw.execute("SELECT content FROM memdb.documents WHERE uri LIKE '%gbk.txt'").fetchone()
     assert zh[0].startswith("中文文件")
-    outside_root = hstore.ingest([outside], root=str(root))
+    outside_root = hstore.documents.ingest([outside], root=str(root))
     assert outside_root.files[0].error_kind == "outside_root"
     unreadable.chmod(0o644)
 
@@ -321,27 +323,27 @@ def test_embedding_failures_are_retried_then_reported_per_file(hstore, tmp_path)
     (tmp_path / "a.md").write_text("# A\n\nfirst document", encoding="utf-8")
     (tmp_path / "b.md").write_text("# B\n\nsecond document POISON", encoding="utf-8")
     (tmp_path / "c.md").write_text("# C\n\nthird document", encoding="utf-8")
-    report = hstore.ingest([tmp_path / "a.md"])
+    report = hstore.documents.ingest([tmp_path / "a.md"])
     assert report.counts == {"created": 1} and emb.calls == 3
     emb.fail_on = "POISON"
-    report = hstore.ingest([tmp_path])
+    report = hstore.documents.ingest([tmp_path])
     by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
     assert by_name["b.md"].status == "error" and by_name["b.md"].error_kind == "embedding"
     assert by_name["c.md"].status == "created" and by_name["a.md"].status == "unchanged"
     emb.fail_on = None
-    assert hstore.ingest([tmp_path]).counts == {"created": 1, "unchanged": 2}
+    assert hstore.documents.ingest([tmp_path]).counts == {"created": 1, "unchanged": 2}
 
 
 def test_dry_run_writes_and_embeds_nothing(hstore, docs, raw):
-    report = hstore.ingest([docs], dry_run=True)
+    report = hstore.documents.ingest([docs], dry_run=True)
     assert report.counts == {"created": 3} and report.chunks > 0
     assert _counts(raw) == (0, 0, 0, 0)
     assert hstore.embedder.calls == 0
 
 
 def test_category_mapping_tags_and_scope(hstore, docs, raw):
-    hstore.ingest([docs], category={"zh/*": "skills", "*.txt": "events"}, tags=["kb"],
-                  scope="project", project_id="billing", subject="ops")
+    hstore.documents.ingest([docs], category={"zh/*": "skills", "*.txt": "events"}, tags=["kb"],
+                            scope="project", project_id="billing", subject="ops")
     cats = dict(raw.execute("SELECT d.format || ':' || split_part(d.uri, '/', -1), "
                             "min(m.category) FROM memdb.memories m JOIN memdb.documents d "
                             "ON d.id = m.document_id GROUP BY 1").fetchall())
@@ -350,25 +352,25 @@ def test_category_mapping_tags_and_scope(hstore, docs, raw):
     assert raw.execute("SELECT DISTINCT subject, scope, project_id, tags FROM memdb.memories"
                        ).fetchall() == [("ops", "project", "billing", ["kb"])]
     with pytest.raises(InvalidInput):
-        hstore.ingest([docs], scope="project")  # project scope needs a project_id
+        hstore.documents.ingest([docs], scope="project")  # project scope needs a project_id
 
 
 def test_other_tenant_and_subject_see_no_documents(fresh_db, docs, raw):
     emb = HashEmbedder()
     with MemoryStore(fresh_db, tenant="acme", embedder=emb) as acme, \
             MemoryStore(fresh_db, tenant="globex", embedder=emb) as globex:
-        acme.ingest([docs], subject="alice")
-        assert globex.documents() == [] and globex.list() == []
-        assert globex.remove_document(f"file://{docs}/deploy.md") == 0
-        assert globex.search_documents("billing deploy Fridays", routes=["bm25"]) == []
-        assert acme.search_documents("billing deploy Fridays", routes=["bm25"])
+        acme.documents.ingest([docs], subject="alice")
+        assert globex.documents.list() == [] and globex.list() == []
+        assert globex.documents.remove(f"file://{docs}/deploy.md") == 0
+        assert globex.documents.search("billing deploy Fridays", routes=["bm25"]) == []
+        assert acme.documents.search("billing deploy Fridays", routes=["bm25"])
         # the same URI in another tenant is another document
-        assert globex.ingest([docs]).counts == {"created": 3}
+        assert globex.documents.ingest([docs]).counts == {"created": 3}
     with MemoryStore(fresh_db, tenant="acme", subject="bob", embedder=emb) as bob:
-        assert bob.documents() == []
+        assert bob.documents.list() == []
         with pytest.raises(Forbidden):
-            bob.ingest([docs], subject="alice")
-        report = bob.ingest([docs])  # bob's own documents: the URIs belong to alice
+            bob.documents.ingest([docs], subject="alice")
+        report = bob.documents.ingest([docs])  # bob's own documents: the URIs belong to alice
         assert report.counts == {"error": 3}
         assert {f.error_kind for f in report.files} == {"forbidden"}
     raw.execute("SET ROLE memdb_app")
@@ -390,7 +392,7 @@ def test_concurrent_reader_never_sees_half_a_document(fresh_db, tmp_path):
     path.write_text(body("old"), encoding="utf-8")
     with MemoryStore(fresh_db, embedder=emb) as writer, \
             MemoryStore(fresh_db, embedder=emb) as reader:
-        writer.ingest([path])
+        writer.documents.ingest([path])
         seen: list[set[str]] = []
         stop = threading.Event()
 
@@ -405,7 +407,7 @@ def test_concurrent_reader_never_sees_half_a_document(fresh_db, tmp_path):
         try:
             for n in range(6):
                 path.write_text(body("new" if n % 2 == 0 else "old"), encoding="utf-8")
-                report = writer.ingest([path])
+                report = writer.documents.ingest([path])
                 assert report.counts == {"updated": 1}, report.to_dict()
                 time.sleep(0.02)
         finally:
@@ -431,7 +433,7 @@ def test_concurrent_reader_sees_each_document_of_a_batch_whole(fresh_db, tmp_pat
     write("old")
     with MemoryStore(fresh_db, embedder=emb) as writer, \
             MemoryStore(fresh_db, embedder=emb) as reader:
-        writer.ingest([folder])
+        writer.documents.ingest([folder])
         seen: list[dict[str, set[str]]] = []
         stop = threading.Event()
 
@@ -448,7 +450,7 @@ def test_concurrent_reader_sees_each_document_of_a_batch_whole(fresh_db, tmp_pat
         try:
             for n in range(6):
                 write("new" if n % 2 == 0 else "old")
-                assert writer.ingest([folder]).counts == {"updated": 4}
+                assert writer.documents.ingest([folder]).counts == {"updated": 4}
                 time.sleep(0.02)
         finally:
             stop.set()
@@ -470,7 +472,7 @@ def test_a_failing_document_in_a_batch_leaves_the_others_written_and_itself_unto
     for name in "abcd":
         (tmp_path / f"{name}.md").write_text(f"# {name}\n\nDocument {name}, first version.",
                                              encoding="utf-8")
-    assert hstore.ingest([tmp_path]).counts == {"created": 4}
+    assert hstore.documents.ingest([tmp_path]).counts == {"created": 4}
 
     def chunk_map(name: str) -> list[tuple]:
         return raw.execute("SELECT d.version, c.position, c.memory_id FROM memdb.documents d "
@@ -484,7 +486,7 @@ def test_a_failing_document_in_a_batch_leaves_the_others_written_and_itself_unto
     (tmp_path / "b.md").write_text("# b\n\nDocument b, POISON version.", encoding="utf-8")
     (tmp_path / "c.md").write_text("# c\n\nDocument c, second version.", encoding="utf-8")
     (tmp_path / "e.md").write_text("# e\n\nDocument e, new.", encoding="utf-8")
-    report = hstore.ingest([tmp_path])
+    report = hstore.documents.ingest([tmp_path])
     by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
     assert by_name["b.md"].status == "error" and by_name["b.md"].error_kind == "database"
     assert "poisoned chunk" in by_name["b.md"].error
@@ -496,21 +498,21 @@ def test_a_failing_document_in_a_batch_leaves_the_others_written_and_itself_unto
                        ).fetchone()[0] == 0
     # c replaced one memory, e added one: history has exactly those rows, nothing of b's
     assert raw.execute("SELECT count(*) FROM memdb.memory_history").fetchone()[0] == history + 3
-    assert {d.uri.rsplit("/", 1)[-1]: d.version for d in hstore.documents()} == {
+    assert {d.uri.rsplit("/", 1)[-1]: d.version for d in hstore.documents.list()} == {
         "a.md": 1, "b.md": 1, "c.md": 2, "d.md": 1, "e.md": 1}
 
 
 def test_another_subjects_document_in_a_batch_is_forbidden_alone(fresh_db, docs):
     emb = HashEmbedder()
     with MemoryStore(fresh_db, embedder=emb) as alice:
-        alice.ingest([docs / "deploy.md"], subject="alice")
+        alice.documents.ingest([docs / "deploy.md"], subject="alice")
     with MemoryStore(fresh_db, subject="bob", embedder=emb) as bob:
         (docs / "bob.md").write_text("# Bob\n\nBob's own notes.", encoding="utf-8")
-        report = bob.ingest([docs / "deploy.md", docs / "bob.md", docs / "notes.txt"])
+        report = bob.documents.ingest([docs / "deploy.md", docs / "bob.md", docs / "notes.txt"])
         assert [(f.uri.rsplit("/", 1)[-1], f.status, f.error_kind) for f in report.files] == [
             ("deploy.md", "error", "forbidden"), ("bob.md", "created", None),
             ("notes.txt", "created", None)]
-        assert {d.uri.rsplit("/", 1)[-1] for d in bob.documents()} == {"bob.md", "notes.txt"}
+        assert {d.uri.rsplit("/", 1)[-1] for d in bob.documents.list()} == {"bob.md", "notes.txt"}
 
 
 def test_documents_are_written_one_sql_call_per_batch(hstore, monkeypatch):
@@ -526,17 +528,17 @@ def test_documents_are_written_one_sql_call_per_batch(hstore, monkeypatch):
     monkeypatch.setattr(_pipeline._Run, "_call", spy)
     texts = [TextSource(f"kb:{n}", f"Fact number {n} about the billing service.")
              for n in range(12)]
-    assert hstore.ingest(texts, embed_batch=5).counts == {"created": 12}
+    assert hstore.documents.ingest(texts, embed_batch=5).counts == {"created": 12}
     assert calls == [5, 5, 2]  # one chunk each: batches of five chunks
     calls.clear()
     changed = [TextSource(t.id, t.text + " Changed.") for t in texts]
-    assert hstore.ingest(changed).counts == {"updated": 12}
+    assert hstore.documents.ingest(changed).counts == {"updated": 12}
     assert calls == [12]
 
 
 def test_identical_chunks_of_one_batch_are_embedded_once(hstore, raw):
-    report = hstore.ingest([TextSource("kb:1", "# FAQ\n\nThe same answer twice."),
-                            TextSource("kb:2", "# FAQ\n\nThe same answer twice.")])
+    report = hstore.documents.ingest([TextSource("kb:1", "# FAQ\n\nThe same answer twice."),
+                                      TextSource("kb:2", "# FAQ\n\nThe same answer twice.")])
     assert report.counts == {"created": 2}
     assert hstore.embedder.texts == ["FAQ\n# FAQ\n\nThe same answer twice."]
     assert [f.embedded for f in report.files] == [1, 0]
@@ -555,10 +557,11 @@ def test_progress_learns_the_number_of_files_first(hstore, docs):
             events.append(result.status)
 
     (docs / "bad.txt").write_bytes(b"\x00\x00binary\x00")
-    hstore.ingest([docs], progress=Progress())
+    hstore.documents.ingest([docs], progress=Progress())
     assert events[0] == ("start", 4) and sorted(events[1:]) == ["created"] * 3 + ["error"]
     events.clear()
-    hstore.ingest([docs], progress=lambda result: events.append(result.status))  # no start
+    hstore.documents.ingest([docs],
+                            progress=lambda result: events.append(result.status))  # no start
     assert sorted(events) == ["error"] + ["unchanged"] * 3
 
 
@@ -603,12 +606,12 @@ def test_html_and_pdf_formats(hstore, tmp_path, raw):
         ["The pump must be serviced every 500 hours.", "Warranty lasts two years."],
         "Pump manual"))
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf\n")
-    report = hstore.ingest([tmp_path])
+    report = hstore.documents.ingest([tmp_path])
     by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
     assert by_name["page.html"].status == "created", by_name["page.html"]
     assert by_name["manual.pdf"].status == "created", by_name["manual.pdf"]
     assert by_name["broken.pdf"].error_kind == "unreadable"
-    docs = {d.uri.rsplit("/", 1)[-1]: d for d in hstore.documents()}
+    docs = {d.uri.rsplit("/", 1)[-1]: d for d in hstore.documents.list()}
     assert (docs["page.html"].title, docs["page.html"].format) == ("Billing & keys", "html")
     assert (docs["manual.pdf"].title, docs["manual.pdf"].format) == ("Pump manual", "pdf")
     assert docs["manual.pdf"].metadata["pages"] == 2
@@ -636,7 +639,7 @@ def test_missing_extra_is_reported_with_its_name(hstore, tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_pypdf)
     (tmp_path / "m.pdf").write_bytes(_minimal_pdf(["hello"], "t"))
     (tmp_path / "ok.md").write_text("# ok\n\nfine", encoding="utf-8")
-    report = hstore.ingest([tmp_path])
+    report = hstore.documents.ingest([tmp_path])
     by_name = {f.uri.rsplit("/", 1)[-1]: f for f in report.files}
     assert by_name["m.pdf"].error_kind == "missing_dependency"
     assert 'pip install "memdb[docs]"' in by_name["m.pdf"].error
@@ -645,19 +648,19 @@ def test_missing_extra_is_reported_with_its_name(hstore, tmp_path, monkeypatch):
 
 def test_search_finds_chunks_with_citations_and_parents(fresh_db, embedder, docs):
     with MemoryStore(fresh_db, embedder=embedder) as store:
-        store.ingest([docs], chunk_tokens=48, overlap=8, parent_tokens=512)
-        hits = store.search_documents("how often are API keys rotated?", k=3)
+        store.documents.ingest([docs], chunk_tokens=48, overlap=8, parent_tokens=512)
+        hits = store.documents.search("how often are API keys rotated?", k=3)
         top = hits[0]
         assert "rotated every 90 days" in top.hit.memory.content
         cite = top.citation
         assert cite.uri == f"file://{docs}/deploy.md"
         assert cite.heading_path == ("Deployment guide", "Rotating keys")
         assert EN_DOC[cite.char_start:cite.char_end] == top.hit.memory.content
-        zh = store.search_documents("密钥多久轮换一次", k=3)
+        zh = store.documents.search("密钥多久轮换一次", k=3)
         assert zh[0].citation.uri.endswith("部署.md")
         assert "九十天" in zh[0].hit.memory.content
         # parent/child: small chunks are searched, their sections come back, once each
-        parents = store.search_documents("rolling out deploys on Fridays", k=2, parents=True)
+        parents = store.documents.search("rolling out deploys on Fridays", k=2, parents=True)
         assert parents[0].parent_text is not None
         assert "## Rolling out" in parents[0].parent_text
         assert "make release" in parents[0].parent_text  # the whole section
@@ -683,30 +686,33 @@ def test_cli_ingest_documents_search_and_remove(fresh_db, docs, monkeypatch, tmp
         return CliRunner().invoke(cli, ["--dsn", fresh_db, *args], input=input,
                                   catch_exceptions=False)
 
-    result = run("ingest", str(docs), "--json", "--tag", "kb", "--category", "*.txt=events")
+    result = run("documents", "ingest", str(docs), "--json", "--tag", "kb", "--category",
+                 "*.txt=events")
     assert result.exit_code == 1  # one file failed: reported, the rest ingested
     data = _json.loads(result.stdout)
     assert data["counts"] == {"created": 3, "error": 1}
     assert data["seconds"]["embed"] >= 0 and data["chunks"] > 0
     assert "ingest" not in result.stderr  # --json: no progress bar
-    result = run("ingest", str(docs), "--force", "--tag", "kb", "--category", "*.txt=events")
+    result = run("documents", "ingest", str(docs), "--force", "--tag", "kb", "--category",
+                 "*.txt=events")
     assert result.exit_code == 1
     assert "4/4" in result.stderr and "chunks/s" in result.stderr  # files of the total, rate
     (docs / "bad.txt").unlink()
-    result = run("ingest", str(docs), "--prune", "--tag", "kb", "--category", "*.txt=events")
+    result = run("documents", "ingest", str(docs), "--prune", "--tag", "kb", "--category",
+                 "*.txt=events")
     assert result.exit_code == 0, result.output
     assert "3 unchanged" in result.stdout  # the failed file was never stored: nothing to prune
-    result = run("ingest", "-", "--id", "kb:stdin", "--json",
+    result = run("documents", "ingest", "-", "--id", "kb:stdin", "--json",
                  input="# 标题\n\n来自标准输入的文本。")
     assert _json.loads(result.stdout)["counts"] == {"created": 1}
-    listed = _json.loads(run("documents", "--json").stdout)
+    listed = _json.loads(run("documents", "list", "--json").stdout)
     assert {d["uri"] for d in listed} >= {"kb:stdin", f"file://{docs}/deploy.md"}
-    text = run("documents").stdout
+    text = run("documents", "list").stdout
     assert "Deployment guide" in text and "kb:stdin" in text
-    hits = _json.loads(run("search-documents", "来自标准输入", "--json").stdout)["hits"]
+    hits = _json.loads(run("documents", "search", "来自标准输入", "--json").stdout)["hits"]
     assert hits[0]["citations"][0]["uri"] == "kb:stdin"
-    assert _json.loads(run("remove-document", "kb:stdin", "--json").stdout) == {"removed": 1}
-    bad = run("ingest", str(docs), "--chunk-tokens", "4")
+    assert _json.loads(run("documents", "remove", "kb:stdin", "--json").stdout) == {"removed": 1}
+    bad = run("documents", "ingest", str(docs), "--chunk-tokens", "4")
     assert bad.exit_code == 1 and bad.stderr.startswith("error: ")
 
 
@@ -740,8 +746,8 @@ def test_ingest_reports_fifo_socket_and_symlink_to_fifo_and_never_blocks(hstore,
     box: dict[str, object] = {}
 
     def work() -> None:
-        box["folder"] = hstore.ingest(root)
-        box["named"] = hstore.ingest([special["fifo"], special["link"]])
+        box["folder"] = hstore.documents.ingest(root)
+        box["named"] = hstore.documents.ingest([special["fifo"], special["link"]])
 
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
@@ -811,19 +817,19 @@ def test_text_source_with_nul_names_the_field_and_writes_nothing(hstore, raw, fi
     with pytest.raises(InvalidInput, match=named):
         TextSource(**fields)
     with pytest.raises(InvalidInput, match=named):
-        hstore.ingest([fields])
+        hstore.documents.ingest([fields])
     assert _counts(raw) == before
 
 
 def test_list_documents_offset_is_bounded(hstore):
     with pytest.raises(InvalidInput, match="2147483647"):
-        hstore.documents(offset=2**31)
-    assert hstore.documents(offset=2**31 - 1) == []
+        hstore.documents.list(offset=2**31)
+    assert hstore.documents.list(offset=2**31 - 1) == []
 
 
 def test_ingested_chunks_are_created_by_the_store_actor(fresh_db, raw):
     with MemoryStore(fresh_db, embedder=HashEmbedder(), actor="indexer-1") as s:
-        s.ingest([TextSource("kb:actor", "# Actor\n\nChunks record who ingested them.")])
+        s.documents.ingest([TextSource("kb:actor", "# Actor\n\nChunks record who ingested them.")])
     rows = raw.execute("""SELECT m.created_by, h.actor FROM memdb.memories m
                           JOIN memdb.memory_history h ON h.memory_id = m.id""").fetchall()
     assert rows and all(r == ("indexer-1", "indexer-1") for r in rows)

@@ -121,7 +121,7 @@ def test_writes_cannot_reach_the_other_tenant(stores, raw, tenant):
         store.delete(target)
     assert store.mark_used(list(other_ids.values())) == 0
     assert store.mark_used([ids[CONTENT[0]]]) == 1
-    assert store.purge_expired() == 1  # its own expired memory only
+    assert store.maintenance.purge_expired() == 1  # its own expired memory only
 
     after = raw.execute(
         "SELECT id, content, version, access_count FROM memdb.memories WHERE tenant = %s"
@@ -553,7 +553,7 @@ def test_erasure_is_the_one_way_history_goes(stores, login, raw, embedder):
     before = _history(raw)
     with MemoryStore(login, tenant="acme", subject="user_10", embedder=embedder,
                      gate=None) as s10:
-        erased = s10.forget_subject("user_1")  # another subject: out of this store's scope
+        erased = s10.subjects.forget("user_1")  # another subject: out of this store's scope
         assert set(erased.counts.values()) == {0}
         assert _history(raw) == before
     with psycopg.connect(login, autocommit=True) as conn:
@@ -564,7 +564,7 @@ def test_erasure_is_the_one_way_history_goes(stores, login, raw, embedder):
         assert set(counts.values()) == {0}
     assert _history(raw) == before
     with MemoryStore(login, tenant="acme", embedder=embedder, gate=None) as app:
-        erased = app.forget_subject("user_1")
+        erased = app.subjects.forget("user_1")
     assert erased.counts["memories"] == 3 and erased.counts["memory_history"] == 3
     after = _history(raw)
     assert ("acme", "user_1") not in after

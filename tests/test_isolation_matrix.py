@@ -103,11 +103,11 @@ def _seed(dsn: str, embedder) -> None:
                              gate=None) as store:
                 ids = [r.id for r in store.add_many(texts[subject])]        # memories, history
                 store.mark_used(ids)                                        # memory_usage
-                store.add_message("s1", "user", f"{subject} says hello 你好", llm=None)
+                store.sessions.append("s1", "user", f"{subject} says hello 你好", llm=None)
                 store.recall(texts[subject][0], k=2)                        # retrieval_traces
-                store.ingest([TextSource(id=f"kb:{subject}", text=f"# {subject}\n\nNotes "
-                                         f"about {subject}'s project 项目笔记.")])
-                store.link_entities(ids, llm=None)                          # the entity graph
+                store.documents.ingest([TextSource(id=f"kb:{subject}", text=f"# {subject}\n\nNotes "
+                                                   f"about {subject}'s project 项目笔记.")])
+                store.graph.link(ids, llm=None)                          # the entity graph
     with psycopg.connect(dsn, autocommit=True) as conn:
         for tenant in TENANTS:
             for subject in SUBJECTS:

@@ -59,9 +59,10 @@ def test_each_strategy_dry_run_equals_real_run(janitor, fresh_db):
     admin(fresh_db, "UPDATE memdb.memories SET created_at = now() - interval '400 days' "
                     "WHERE id = ANY(%s)", (old + [system],))
     session = working(janitor, "s1", [(f"note {i}", 0.2 + i / 10) for i in range(5)])
-    for name, call in (("importance", lambda d: janitor.forget_by_importance(0.1, dry_run=d)),
-                       ("age", lambda d: janitor.forget_by_age(180, dry_run=d)),
-                       ("capacity", lambda d: janitor.forget_by_capacity(2, dry_run=d))):
+    jm = janitor.maintenance
+    for name, call in (("importance", lambda d: jm.forget_by_importance(0.1, dry_run=d)),
+                       ("age", lambda d: jm.forget_by_age(180, dry_run=d)),
+                       ("capacity", lambda d: jm.forget_by_capacity(2, dry_run=d))):
         planned = call(True)
         assert planned, name
         assert sorted(call(False)) == sorted(planned), name
@@ -87,17 +88,17 @@ def test_maintain_dry_run_equals_real_run_and_is_idempotent(janitor, fresh_db):
     admin(fresh_db, "UPDATE memdb.memories SET expires_at = now() - interval '1 second' "
                     "WHERE content = 'short-lived note'")
     options = {"capacity_per_session": 3}
-    dry = janitor.maintain(dry_run=True, **options)
-    real = janitor.maintain(**options)
+    dry = janitor.maintenance.run(dry_run=True, **options)
+    real = janitor.maintenance.run(**options)
     assert dry["steps"] == real["steps"] == {
         "purge_expired": 1, "forget_importance": 1, "forget_age": 0, "forget_capacity": 1,
         "hypotheses": {"decayed": 1, "forgotten": 0}}
     assert janitor.get(guess).confidence == pytest.approx(0.3, abs=1e-3)
     assert [h.reason for h in janitor.history(guess)][-1].startswith("decay: unconfirmed")
-    again = janitor.maintain(**options)
+    again = janitor.maintenance.run(**options)
     assert all(v in (0, {"decayed": 0, "forgotten": 0}) for v in again["steps"].values())
     with pytest.raises(InvalidInput):
-        janitor.maintain(unknown_option=1)
+        janitor.maintenance.run(unknown_option=1)
 
 
 def test_maintain_every_tenant_is_the_admins(fresh_db, embedder):
@@ -110,10 +111,10 @@ def test_maintain_every_tenant_is_the_admins(fresh_db, embedder):
     try:
         for s in stores:
             s.add("noise", importance=0.01)
-        assert stores[0].maintain()["steps"]["forget_importance"] == 1  # own tenant only
+        assert stores[0].maintenance.run()["steps"]["forget_importance"] == 1  # own tenant only
         assert stores[1].count() == 1
         with pytest.raises(Forbidden):
-            stores[0].maintain(all_tenants=True)
+            stores[0].maintenance.run(all_tenants=True)
         assert stores[1].count() == 1
         stores[0].add("noise", importance=0.01)
         with MemoryAdmin(fresh_db) as admin:
@@ -129,9 +130,9 @@ def test_decay_hypotheses_api(janitor, fresh_db):
     a = janitor.add("用户可能是素食者", confidence=0.8).id
     admin(fresh_db, "UPDATE memdb.memories SET status = 'hypothesis', "
                     "updated_at = now() - interval '21 days' WHERE id = %s", (a,))
-    [plan] = janitor.decay_hypotheses(7, 0.2, dry_run=True)
+    [plan] = janitor.maintenance.decay_hypotheses(7, 0.2, dry_run=True)
     assert plan.action == "forget" and plan.new_confidence == pytest.approx(0.1, abs=1e-3)
-    [done] = janitor.decay_hypotheses(7, 0.2)  # a moment later: the same row and action
+    [done] = janitor.maintenance.decay_hypotheses(7, 0.2)  # a moment later: the same row and action
     assert (done.id, done.action) == (plan.id, plan.action)
     assert done.new_confidence == pytest.approx(plan.new_confidence, abs=1e-4)
     with pytest.raises(NotFound):
@@ -141,8 +142,8 @@ def test_decay_hypotheses_api(janitor, fresh_db):
 # -- consolidation --------------------------------------------------------------------------------
 def test_consolidate_moves_important_working_memories(janitor):
     ids = working(janitor, "s-zh", SESSION_ZH)
-    planned = janitor.consolidate("s-zh", threshold=0.7, dry_run=True)
-    moved = janitor.consolidate("s-zh", threshold=0.7)
+    planned = janitor.sessions.consolidate("s-zh", threshold=0.7, dry_run=True)
+    moved = janitor.sessions.consolidate("s-zh", threshold=0.7)
     assert [c.id for c in planned] == [c.id for c in moved]
     assert {c.id for c in moved} == {ids[0], ids[1], ids[3], ids[4]}
     for c in moved:
@@ -159,8 +160,8 @@ def test_summary_offline_extractive_in_chinese_and_english(janitor, monkeypatch)
     assert llm_from_env() is None  # nothing configured: no network at all
     working(janitor, "en", SESSION_EN)
     working(janitor, "zh", SESSION_ZH)
-    en = janitor.summarize_session("en", max_sentences=3)
-    zh = janitor.summarize_session("zh", max_sentences=3)
+    en = janitor.sessions.summarize("en", max_sentences=3)
+    zh = janitor.sessions.summarize("zh", max_sentences=3)
     for s, notes in ((en, SESSION_EN), (zh, SESSION_ZH)):
         assert s.path == "extractive" and s.fallback_reason == "no LLM configured"
         assert s.memory_id is not None and s.created
@@ -172,7 +173,7 @@ def test_summary_offline_extractive_in_chinese_and_english(janitor, monkeypatch)
         assert "session-summary" in m.tags and m.metadata["path"] == "extractive"
     assert "决定下周三发布新版本" in zh.content
     # the same session summarized again is the same memory (dedup), not a second one
-    assert janitor.summarize_session("zh", max_sentences=3).memory_id == zh.memory_id
+    assert janitor.sessions.summarize("zh", max_sentences=3).memory_id == zh.memory_id
 
 
 def test_summary_through_a_canned_llm(janitor):
@@ -187,19 +188,19 @@ def test_summary_through_a_canned_llm(janitor):
     with CannedOpenAI(script) as server:
         llm = ChatLLM(server.base_url, api_key="sk-test-secret", model="canned", timeout=1.0)
         assert "sk-test-secret" not in repr(llm)
-        good = janitor.summarize_session("s", llm=llm)
+        good = janitor.sessions.summarize("s", llm=llm)
         assert (good.path, good.fallback_reason) == ("llm", None)
         assert good.content == "Team chose PostgreSQL; Alice likes green tea."
         m = janitor.get(good.memory_id)
         assert m.source_type.value == "model_inference" and m.metadata["path"] == "llm"
-        text = janitor.summarize_session("s", llm=llm, dry_run=True)
+        text = janitor.sessions.summarize("s", llm=llm, dry_run=True)
         assert (text.path, text.memory_id) == ("llm", None)
         assert text.content == "会话总结：决定使用PostgreSQL。"
-        bad = janitor.summarize_session("s", llm=llm, dry_run=True)
+        bad = janitor.sessions.summarize("s", llm=llm, dry_run=True)
         assert bad.path == "extractive" and "no \"summary\"" in bad.fallback_reason
-        error = janitor.summarize_session("s", llm=llm, dry_run=True)
+        error = janitor.sessions.summarize("s", llm=llm, dry_run=True)
         assert error.path == "extractive" and error.fallback_reason == "LLM http: status 500"
-        late = janitor.summarize_session("s", llm=llm, dry_run=True)
+        late = janitor.sessions.summarize("s", llm=llm, dry_run=True)
         assert late.path == "extractive" and late.fallback_reason.startswith("LLM timeout")
         assert "PostgreSQL" in late.content
         request = server.requests[0]
@@ -216,20 +217,20 @@ def test_summary_llm_from_environment(janitor, monkeypatch):
         monkeypatch.setenv("MEMDB_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("MEMDB_LLM_MODEL", "canned-zh")
         monkeypatch.setenv("MEMDB_LLM_TIMEOUT", "5")
-        s = janitor.summarize_session("s")
+        s = janitor.sessions.summarize("s")
         assert (s.path, s.content) == ("llm", "决定下周三发布。")
         assert server.requests[0]["body"]["model"] == "canned-zh"
-        offline = janitor.summarize_session("s", llm=None, dry_run=True)
+        offline = janitor.sessions.summarize("s", llm=None, dry_run=True)
         assert offline.path == "extractive" and len(server.requests) == 1
 
 
 def test_summary_of_an_empty_or_mixed_session(janitor):
-    assert janitor.summarize_session("nothing-here").path == "none"
+    assert janitor.sessions.summarize("nothing-here").path == "none"
     working(janitor, "mixed", SESSION_EN[:1], subject="alice")
     working(janitor, "mixed", SESSION_EN[1:2], subject="bob")
     with pytest.raises(InvalidInput, match="several subjects"):
-        janitor.summarize_session("mixed")
-    assert janitor.summarize_session("mixed", subject="bob", llm=None).subject == "bob"
+        janitor.sessions.summarize("mixed")
+    assert janitor.sessions.summarize("mixed", subject="bob", llm=None).subject == "bob"
 
 
 # -- sedimentation and review ----------------------------------------------------------------------
@@ -240,12 +241,12 @@ def _summaries(store, subject: str = "alice") -> None:
                           ("PostgreSQL upgrade went fine.", 0.5),
                           ("我们决定下周三发布新版本。", 0.9)], subject)
     for session in ("d1", "d2", "d3"):
-        store.summarize_session(session, llm=None, max_sentences=5)
+        store.sessions.summarize(session, llm=None, max_sentences=5)
 
 
 def test_sediment_classes_review_queue_idempotency_and_dry_run(janitor):
     _summaries(janitor)
-    [dry] = janitor.sediment(min_sessions=2, dry_run=True)
+    [dry] = janitor.maintenance.sediment(min_sessions=2, dry_run=True)
     assert dry.summaries == 3 and not dry.skipped
     classes = {m["content"]: m["class"] for m in dry.memories}
     assert classes["Alice prefers green tea over coffee."] == "preference"
@@ -259,9 +260,9 @@ def test_sediment_classes_review_queue_idempotency_and_dry_run(janitor):
     assert len(twice["source_ids"]) == 2
     assert {p["content"] for p in dry.proposed} == {"Never deploy on Fridays.",
                                                     "部署前必须先跑完所有测试。"}
-    assert janitor.review_list() == []  # the dry run wrote nothing
+    assert janitor.review.list() == []  # the dry run wrote nothing
 
-    [real] = janitor.sediment(min_sessions=2)
+    [real] = janitor.maintenance.sediment(min_sessions=2)
     assert [m["content"] for m in real.memories] == [m["content"] for m in dry.memories]
     assert [p["content"] for p in real.proposed] == [p["content"] for p in dry.proposed]
     stored = janitor.list(tags=["sediment"], limit=100)
@@ -274,13 +275,13 @@ def test_sediment_classes_review_queue_idempotency_and_dry_run(janitor):
     assert not janitor.list(category="system", kind=["semantic", "procedural", "episodic"],
                             limit=100)
 
-    [again] = janitor.sediment(min_sessions=2)
+    [again] = janitor.maintenance.sediment(min_sessions=2)
     assert again.skipped and again.source_hash == real.source_hash
     assert len(janitor.list(tags=["sediment"], limit=100)) == len(stored)
     # a new summary changes the sources: the run happens, but nothing is written twice
     working(janitor, "d4", [("Bob likes jazz.", 0.6)])
-    janitor.summarize_session("d4", llm=None)
-    [fresh] = janitor.sediment(min_sessions=2)
+    janitor.sessions.summarize("d4", llm=None)
+    [fresh] = janitor.maintenance.sediment(min_sessions=2)
     assert not fresh.skipped
     assert [m["content"] for m in fresh.memories] == ["Bob likes jazz."]
     assert fresh.proposed == ()
@@ -288,31 +289,31 @@ def test_sediment_classes_review_queue_idempotency_and_dry_run(janitor):
 
 def test_review_approve_and_reject(janitor):
     _summaries(janitor)
-    janitor.sediment()
-    pending = janitor.review_list()
+    janitor.maintenance.sediment()
+    pending = janitor.review.list()
     assert {p.content for p in pending} == {"Never deploy on Fridays.",
                                             "部署前必须先跑完所有测试。"}
     rule, other = sorted(pending, key=lambda p: p.content)
-    memory_id = janitor.review_approve(rule.id, decided_by="lead")
+    memory_id = janitor.review.approve(rule.id, decided_by="lead")
     m = janitor.get(memory_id)
     assert (m.content, m.category.value, m.kind.value) == (rule.content, "system", "procedural")
     assert "rule" in m.tags and m.source_id == f"review:{rule.id}"
     assert janitor.search("deploy Fridays", k=3, category="system",
                           kind="procedural")[0].memory.id == memory_id
-    janitor.review_reject(other.id, decided_by="lead")
-    approved = janitor.review_list("approved")
+    janitor.review.reject(other.id, decided_by="lead")
+    approved = janitor.review.list("approved")
     assert [(a.id, a.memory_id, a.decided_by) for a in approved] == [(rule.id, memory_id, "lead")]
     assert approved[0].decided_at is not None
-    assert [r.id for r in janitor.review_list("rejected")] == [other.id]
-    assert janitor.review_list() == []
+    assert [r.id for r in janitor.review.list("rejected")] == [other.id]
+    assert janitor.review.list() == []
     with pytest.raises(InvalidInput, match="already approved"):
-        janitor.review_reject(rule.id)
+        janitor.review.reject(rule.id)
     with pytest.raises(NotFound):
-        janitor.review_approve("00000000-0000-0000-0000-000000000000")
+        janitor.review.approve("00000000-0000-0000-0000-000000000000")
     # a rejected rule is not proposed again
     working(janitor, "d9", [("部署前必须先跑完所有测试。", 0.9), ("Carol likes tea.", 0.5)])
-    janitor.summarize_session("d9", llm=None)
-    assert all(r.proposed == () for r in janitor.sediment())
+    janitor.sessions.summarize("d9", llm=None)
+    assert all(r.proposed == () for r in janitor.maintenance.sediment())
 
 
 def test_meta_memory_the_agent_as_subject(janitor):
@@ -320,15 +321,15 @@ def test_meta_memory_the_agent_as_subject(janitor):
     agent = "agent:helper"
     working(janitor, "self-1", [("I prefer answering in Chinese when the user does.", 0.8),
                                 ("我总是先确认需求再写代码。", 0.9)], subject=agent)
-    summary = janitor.summarize_session("self-1", llm=None)
+    summary = janitor.sessions.summarize("self-1", llm=None)
     assert summary.subject == agent and janitor.get(summary.memory_id).subject == agent
-    [run] = janitor.sediment(subject=agent)
+    [run] = janitor.maintenance.sediment(subject=agent)
     assert run.subject == agent
     assert any(m["class"] == "preference" for m in run.memories)
     assert {p["content"] for p in run.proposed} == {"我总是先确认需求再写代码。"}
     hits = janitor.search("answering in Chinese", k=3, subject=agent)
     assert hits and all(h.memory.subject == agent for h in hits)
-    moved = janitor.consolidate("self-1", subject=agent)
+    moved = janitor.sessions.consolidate("self-1", subject=agent)
     assert len(moved) == 2
 
 
@@ -336,4 +337,4 @@ def test_old_summaries_are_outside_the_window(janitor, fresh_db):
     _summaries(janitor)
     admin(fresh_db, "UPDATE memdb.memories SET created_at = %s WHERE 'session-summary' = ANY(tags)",
           (datetime.now(UTC) - timedelta(days=60),))
-    assert janitor.sediment(days=30) == []
+    assert janitor.maintenance.sediment(days=30) == []

@@ -92,9 +92,9 @@ def test_context_renders_meta_in_its_own_section(gated_store):
     ids = _seed(s)
     s.add("总是先说结论，再给理由", subject="default", category="system", source_id="r1")
     s.add("我对花生过敏", source_id="t1")
-    plain = s.build_context("帮我部署服务", budget_tokens=3000, include_profile=True)
+    plain = s.context("帮我部署服务", budget_tokens=3000, include_profile=True)
     assert "meta" not in plain.included and plain.meta_ids == ()
-    ctx = s.build_context("帮我部署服务", budget_tokens=3000, include_profile=True, agent="ann")
+    ctx = s.context("帮我部署服务", budget_tokens=3000, include_profile=True, agent="ann")
     head = ctx.messages[0]["content"]
     assert head.index("规则：") < head.index("关于你（助手）：") < head.index("用户画像：")
     limit = "我不能访问互联网，也不能打开链接"
@@ -102,14 +102,14 @@ def test_context_renders_meta_in_its_own_section(gated_store):
     assert set(ctx.meta_ids) == set(ids.values()) and ctx.included["meta"] == 8
     assert ctx.dropped["meta"] == 0 and ctx.tokens <= ctx.budget
     assert ctx.to_dict()["meta_ids"] == list(ctx.meta_ids)
-    en = s.build_context("deploy the service", budget_tokens=3000, agent="ann")
+    en = s.context("deploy the service", budget_tokens=3000, agent="ann")
     assert "About you (the assistant):" in en.messages[0]["content"]
     assert "(limit) I cannot send email on the user's behalf" in en.messages[0]["content"]
     # under the budget: whole items, persona and limits first, the rest dropped, never cut
-    smallest = message_tokens(s.build_context("deploy", budget_tokens=3000).messages[0])
+    smallest = message_tokens(s.context("deploy", budget_tokens=3000).messages[0])
     seen = set()
     for budget in range(smallest, en.tokens + 40, 15):
-        small = s.build_context("deploy", budget_tokens=budget, agent="ann")
+        small = s.context("deploy", budget_tokens=budget, agent="ann")
         assert small.tokens <= budget
         assert small.included["meta"] + small.dropped["meta"] == 8
         lines = [ln for ln in small.messages[0]["content"].splitlines() if "[mem:" in ln]
@@ -117,7 +117,7 @@ def test_context_renders_meta_in_its_own_section(gated_store):
             == small.included["meta"]
         seen.add(small.included["meta"])
     assert 0 in seen and 8 in seen and len(seen) > 2
-    capped = s.build_context("deploy", budget_tokens=3000, agent="ann", max_meta_tokens=60)
+    capped = s.context("deploy", budget_tokens=3000, agent="ann", max_meta_tokens=60)
     assert 0 < capped.included["meta"] < 8
     first = capped.meta_ids[0]
     assert first in {ids["我是小安，一个说话简洁的中文助手"],

@@ -146,7 +146,7 @@ def test_facts_section_has_the_stable_facts_with_their_ids(store, raw):
                                  for i in two)
     assert raw.execute("SELECT memdb.subject_profile('default', 'alice')").fetchone()[0] == doc
     # rendered into the context with its id, and by the CLI
-    ctx = store.build_context("我能吃花生酱吗？", subject="alice", include_profile=True)
+    ctx = store.context("我能吃花生酱吗？", subject="alice", include_profile=True)
     assert f"[mem:{ids['我对花生过敏']}] (事实) 我对花生过敏" in ctx.messages[0]["content"]
     assert ids["我对花生过敏"] in ctx.profile_ids
 
@@ -210,9 +210,9 @@ def _store_with_profile(s: MemoryStore) -> dict[str, str]:
 def test_build_context_renders_the_profile_into_the_system_message(gated_store):
     s = gated_store
     ids = _store_with_profile(s)
-    plain = s.build_context("我喜欢喝什么？", budget_tokens=2000)
+    plain = s.context("我喜欢喝什么？", budget_tokens=2000)
     assert "profile" not in plain.included and plain.profile_ids == ()
-    ctx = s.build_context("我喜欢喝什么？", budget_tokens=2000, include_profile=True)
+    ctx = s.context("我喜欢喝什么？", budget_tokens=2000, include_profile=True)
     head = ctx.messages[0]["content"]
     assert ctx.messages[0]["role"] == "system" and "用户画像：" in head
     assert head.index("规则：") < head.index("用户画像：")   # after the rules
@@ -224,7 +224,7 @@ def test_build_context_renders_the_profile_into_the_system_message(gated_store):
     assert ctx.included["profile"] == len(expected) and ctx.dropped["profile"] == 0
     assert not set(ctx.profile_ids) & set(ctx.memory_ids)  # not repeated among the memories
     assert ctx.tokens <= ctx.budget
-    en = s.build_context("What does Alice drink?", budget_tokens=2000, include_profile=True)
+    en = s.context("What does Alice drink?", budget_tokens=2000, include_profile=True)
     assert "User profile:" in en.messages[0]["content"]
     assert "(preference) Alice prefers green tea over coffee" in en.messages[0]["content"]
 
@@ -234,14 +234,14 @@ def test_profile_respects_the_budget_whole_items_only(gated_store):
     _store_with_profile(s)
     lines = {f"- [mem:{mid}] ({label}) {text}"
              for label, text, mid in profile_items(s.profile(limit=10), "en")}
-    full = s.build_context("tea", budget_tokens=4000, include_profile=True)
+    full = s.context("tea", budget_tokens=4000, include_profile=True)
     total = full.included["profile"]
     assert total == len(lines) >= 8
-    plain = s.build_context("tea", budget_tokens=4000)
+    plain = s.context("tea", budget_tokens=4000)
     smallest = message_tokens(plain.messages[0])  # instructions and rules only
     seen = set()
     for budget in range(smallest, full.tokens + 40, 20):
-        ctx = s.build_context("tea", budget_tokens=budget, include_profile=True)
+        ctx = s.context("tea", budget_tokens=budget, include_profile=True)
         assert ctx.tokens <= budget
         assert ctx.included["profile"] + ctx.dropped["profile"] == total
         shown = [ln for ln in ctx.messages[0]["content"].splitlines() if ln.startswith("- [mem:")
@@ -250,8 +250,8 @@ def test_profile_respects_the_budget_whole_items_only(gated_store):
         assert len(ctx.profile_ids) == ctx.included["profile"]
         seen.add(ctx.included["profile"])
     assert 0 in seen and total in seen and len(seen) > 3  # the profile grew with the budget
-    capped = s.build_context("tea", budget_tokens=4000, include_profile=True,
-                             max_profile_tokens=120)
+    capped = s.context("tea", budget_tokens=4000, include_profile=True,
+                       max_profile_tokens=120)
     assert 0 < capped.included["profile"] < total
     assert capped.tokens - plain.tokens <= 120 + 40  # the cap bounds the profile's share
 

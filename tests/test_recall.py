@@ -152,7 +152,7 @@ def test_hotness_spares_system(store, seeded):
 def test_trace_is_redacted_and_complete(store, seeded):
     q = "王五的手机 13812345678 和邮箱 wangwu@example.com 密码是 hunter2secret 喜欢喝什么茶"
     res = store.recall(q, k=3, subject="wangwu")
-    t = store.trace(res.trace_id)
+    t = store.traces.get(res.trace_id)
     for secret in ("13812345678", "wangwu@example.com", "hunter2secret"):
         assert secret not in t["query"] and secret not in str(t["plan"])
     assert "[REDACTED:phone]" in t["query"] and "[REDACTED:email]" in t["query"]
@@ -161,36 +161,36 @@ def test_trace_is_redacted_and_complete(store, seeded):
     assert t["subject"] == "wangwu" and t["result_subjects"] == ["wangwu"]
     assert t["candidates"] and {"q1"} <= set(t["candidates"][0]["routes"]) | {"q1"}
     assert t["latency_ms"] > 0 and t["status"] == res.status.value
-    assert store.traces(5)[0]["id"] == res.trace_id
+    assert store.traces.list(5)[0]["id"] == res.trace_id
     with pytest.raises(NotFound):
-        store.trace("00000000-0000-0000-0000-000000000000")
+        store.traces.get("00000000-0000-0000-0000-000000000000")
 
 
 def test_traces_retention_erasure_and_stats(store, seeded, raw):
     for q in ("王五喜欢喝什么茶", "上次那个项目", "量子计算机的纠错码"):
         store.recall(q, k=3, subject="wangwu")
     store.recall("李雷喜欢什么", k=3)  # tenant-wide: subject '*', results of lilei (and wangwu)
-    stats = store.trace_stats()
+    stats = store.traces.stats()
     assert stats["searches"] == 4
     assert set(stats["intents"]) >= {"preference_query", "entity_recall"}
     assert 0 <= stats["empty_rate"] <= 1 and stats["p95_ms"] >= stats["p50_ms"] > 0
     raw.execute("UPDATE memdb.retrieval_traces SET created_at = now() - interval '40 days' "
                 "WHERE query = '上次那个项目'")
-    assert store.purge_traces() == 1  # default retention: 30 days
-    assert store.purge_traces(older_than_days=365) == 0
-    assert store.erase_traces("lilei") == 1  # the tenant-wide one returned lilei's memory
-    assert store.erase_traces("wangwu") == 2
-    assert store.traces() == []
+    assert store.traces.purge() == 1  # default retention: 30 days
+    assert store.traces.purge(older_than_days=365) == 0
+    assert store.traces.erase("lilei") == 1  # the tenant-wide one returned lilei's memory
+    assert store.traces.erase("wangwu") == 2
+    assert store.traces.list() == []
 
 
 def test_traces_are_isolated(fresh_db, embedder, seeded, store):
     store.recall("王五喜欢喝什么茶", k=3, subject="wangwu")
     with MemoryStore(fresh_db, embedder=embedder, tenant="other", gate=None) as other:
-        assert other.traces() == [] and other.trace_stats()["searches"] == 0
+        assert other.traces.list() == [] and other.traces.stats()["searches"] == 0
     with MemoryStore(fresh_db, embedder=embedder, subject="lilei", gate=None) as lilei:
-        assert lilei.traces() == []
+        assert lilei.traces.list() == []
         lilei.recall("绿茶", k=3)
-        assert [t["subject"] for t in lilei.traces()] == ["lilei"]
+        assert [t["subject"] for t in lilei.traces.list()] == ["lilei"]
 
 
 def test_search_planned_from_sql(raw, store, seeded):
@@ -225,16 +225,16 @@ def test_reclassify_dry_run_then_write(store, raw):
     # simulate memories written before classification existed
     raw.execute("UPDATE memdb.memories SET category = 'general', tag_version = NULL "
                 "WHERE id IN (%s, %s)", (a, b))
-    report = store.reclassify(dry_run=True)
+    report = store.maintenance.reclassify(dry_run=True)
     assert report["scanned"] == 2 and report["moves"] == {"general->preferences": 1}
     assert report["sample"][0]["id"] == str(a) and report["sample"][0]["to"] == "preferences"
     assert store.get(a).category.value == "general"  # dry run wrote nothing
-    report = store.reclassify(dry_run=False, batch_size=1)
+    report = store.maintenance.reclassify(dry_run=False, batch_size=1)
     assert report["moved"] == 1 and report["unchanged"] == 1
     assert store.get(a).category.value == "preferences"
     assert store.get(a).uri.endswith(f"/preferences/{a}")
     assert store.get(c).category.value == "tools"
-    assert store.reclassify(dry_run=True)["scanned"] == 0
+    assert store.maintenance.reclassify(dry_run=True)["scanned"] == 0
     assert [h.reason for h in store.history(a)][-1] == "reclassify"
 
 
@@ -273,7 +273,7 @@ def test_content_update_reclassifies_a_classified_memory(store, seeded, fresh_db
 
 def test_timedelta_stats_window(store, seeded):
     store.recall("王五喜欢喝什么茶", k=3, subject="wangwu")
-    assert store.trace_stats(timedelta(hours=1))["searches"] == 1
+    assert store.traces.stats(timedelta(hours=1))["searches"] == 1
 
 
 @pytest.mark.parametrize("backstop", [0.0, None])
@@ -316,10 +316,10 @@ def test_forget_subject_erases_traces_that_returned_the_subject(store, seeded, r
     tenant_wide = raw.execute("SELECT result_subjects FROM memdb.retrieval_traces"
                               " WHERE subject = '*'").fetchone()[0]
     assert "lilei" in tenant_wide
-    planned = store.forget_subject("lilei", dry_run=True)
+    planned = store.subjects.forget("lilei", dry_run=True)
     assert planned.counts["retrieval_traces"] == 1
     assert raw.execute("SELECT count(*) FROM memdb.retrieval_traces").fetchone()[0] == 2
-    done = store.forget_subject("lilei")
+    done = store.subjects.forget("lilei")
     assert done.counts["retrieval_traces"] == 1
     left = raw.execute("SELECT subject, result_subjects FROM memdb.retrieval_traces").fetchall()
     assert left == [("wangwu", ["wangwu"])]

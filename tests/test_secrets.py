@@ -140,7 +140,8 @@ def test_failing_custom_embedder_message_holds_no_text(fresh_db):
 def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
     runner = CliRunner()
-    for args in (["add", "--no-gate", MEMORY], ["search", QUERY], ["count"], ["reembed", "--json"]):
+    for args in (["add", "--no-gate", MEMORY], ["search", QUERY], ["count"],
+                 ["maintenance", "reembed", "--json"]):
         result = runner.invoke(cli, ["--dsn", UNREACHABLE, *args])
         assert result.exit_code == 1 and result.stderr.startswith("error: "), result.output
         assert leaks(result.output, log_text(logs)) == []
@@ -201,7 +202,7 @@ def test_recall_trace_keeps_no_phone_number_next_to_chinese(fresh_db, embedder):
     with MemoryStore(fresh_db, embedder=embedder, gate=None) as store:
         store.add("王五喜欢喝乌龙茶", subject="wangwu")
         res = store.recall(query, k=3, trace=True)
-        stored = store.trace(res.trace_id)
+        stored = store.traces.get(res.trace_id)
     text = json.dumps(stored, ensure_ascii=False, default=str)
     assert "13812345678" not in text and "hunter2" not in text
     assert "[REDACTED:phone]" in stored["query"] and "[REDACTED:secret]" in stored["query"]

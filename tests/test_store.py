@@ -387,14 +387,14 @@ def test_ttl_and_expires_at(store, raw):
     with pytest.raises(NotFound):
         store.update(short.id, importance=0.9)
     before = store.count()
-    assert store.purge_expired() == 2
+    assert store.maintenance.purge_expired() == 2
     assert store.count() == before - 2
     assert raw.execute("SELECT count(*) FROM memdb.memories WHERE id = ANY(%s)",
                        ([short.id, past.id],)).fetchone()[0] == 0
     for gone in (short.id, past.id):
         last = store.history(gone)[-1]
         assert last.op == "delete" and last.reason == "expired"
-    assert store.purge_expired() == 0
+    assert store.maintenance.purge_expired() == 0
     assert ids(store.list()) == {keep.id, later.id}
 
 

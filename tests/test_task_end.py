@@ -34,11 +34,11 @@ def test_success_zh_pattern_and_rules_into_the_review_queue(gated_store):
     assert {"task-end", "success"} <= set(memory.tags) and memory.expires_at is None
     assert [(w.content, w.outcome) for w in rules] == [
         ("必须先在预发环境验证。", "proposed"), ("下次部署之前先备份数据库。", "proposed")]
-    queue = s.review_list()
+    queue = s.review.list()
     assert {q.content for q in queue} == {"必须先在预发环境验证。", "下次部署之前先备份数据库。"}
     assert all(q.source_ids == (memory.id,) and q.category == "system" for q in queue)
     assert s.list(category="system") == []  # proposed, not written as rules
-    rule_id = s.review_approve(rules[0].id)
+    rule_id = s.review.approve(rules[0].id)
     assert s.get(rule_id).category.value == "system"
     again = s.task_end("s1", outcome="success", summary=summary, task="部署服务", llm=None)
     assert again.source_id == r.source_id  # the same call is the same task
@@ -56,7 +56,7 @@ def test_success_en_explicit_rules_pass_the_gate_as_rules(gated_store):
     assert [(w.role, w.outcome) for w in r.writes[1:]] == [("rule", "proposed"),
                                                            ("rule", "rejected")]
     assert any(x.startswith("not_generalizable") for x in r.writes[2].reasons)
-    assert [q.content for q in s.review_list()] == ["Always run the migrations before deploying"]
+    assert [q.content for q in s.review.list()] == ["Always run the migrations before deploying"]
 
 
 def test_failure_zh_with_fix_is_an_actionable_reflection(gated_store):
@@ -78,7 +78,7 @@ def test_failure_zh_with_fix_is_an_actionable_reflection(gated_store):
 
 def test_failure_en_template_and_summary_sentence(gated_store):
     s = gated_store
-    s.update_state("s4", goal="Deploy the billing service")
+    s.sessions.update_state("s4", goal="Deploy the billing service")
     r = s.task_end("s4", outcome="failure", llm=None,
                    summary="The deploy failed because the config was stale.")
     assert r.task == "Deploy the billing service" and r.path == "template"
@@ -137,7 +137,7 @@ def test_dry_run_writes_nothing(gated_store):
                    summary="完成了报表。以后每次都要先确认数据口径。")
     assert r.dry_run and r.writes[0].outcome == "created" and r.writes[0].id is None
     assert [w.outcome for w in r.writes[1:]] == ["would_propose"]
-    assert s.count() == before and s.review_list() == []
+    assert s.count() == before and s.review.list() == []
 
 
 @pytest.mark.parametrize("kwargs", [

@@ -1,4 +1,5 @@
-"""What :meth:`memdb.MemoryStore.ask` and :meth:`~memdb.MemoryStore.retrieve` return."""
+"""What :meth:`memdb.documents.Documents.ask` and :meth:`~memdb.documents.Documents.retrieve`
+return."""
 
 from __future__ import annotations
 

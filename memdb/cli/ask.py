@@ -1,5 +1,6 @@
-"""``memdb ask``: a grounded, cited answer from ingested documents (and memories), and
-``memdb eval expansion``: does query expansion or reranking help retrieval on LoCoMo?"""
+"""``memdb documents ask`` (hidden alias ``memdb ask``): a grounded, cited answer from
+ingested documents (and memories), and ``memdb eval expansion``: does query expansion or
+reranking help retrieval on LoCoMo?"""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import click
 from ..ask import EXPANSIONS, RERANKERS, AskResult, Passage
 from ..errors import InvalidInput
 from ..llm import ChatLLM, llm_from_env
-from ._app import State, cli, emit_json, json_option
+from ._app import State, emit_json, json_option
+from ._groups import documents, legacy
 from ._shared import filter_args, filter_options
 from .evaluate import eval_
 
@@ -52,7 +54,7 @@ def _print(result: AskResult) -> None:
         click.echo(f"note: {note}", err=True)
 
 
-@cli.command()
+@documents.command("ask")
 @click.argument("question")
 @click.option("-k", "--k", "k", type=int, default=5, show_default=True,
               help="How many passages to retrieve and give the model.")
@@ -86,13 +88,17 @@ def ask(state: State, question: str, k: int, include_memories: bool, expand: str
     where they come from (document, heading path, character offsets); notes go to stderr.
     """
     chat = None if no_llm else chat_from_env(timeout)
-    result = state.store().ask(question, k=k, include_memories=include_memories,
-                               expand=expand, n_queries=n_queries, reranker=rerank,
-                               rerank_depth=rerank_depth, llm=chat, **filter_args(filters))
+    result = state.store().documents.ask(question, k=k, include_memories=include_memories,
+                                         expand=expand, n_queries=n_queries,
+                                         reranker=rerank, rerank_depth=rerank_depth, llm=chat,
+                                         **filter_args(filters))
     if as_json:
         emit_json(result.to_dict())
         return
     _print(result)
+
+
+legacy("ask", "documents ask", ask)
 
 
 @eval_.command("expansion")

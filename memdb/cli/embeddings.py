@@ -1,7 +1,10 @@
-"""Commands over the re-embedding queue: reembed, pending-embeddings.
+"""``memdb maintenance purge|reembed|pending`` (``store.maintenance``): expired rows and the
+re-embedding queue.
 
 Memories written while the embedding provider failed (with ``on_embedding_error="defer"``,
-``$MEMDB_ON_EMBEDDING_ERROR=defer``) are stored without vectors; ``memdb reembed`` embeds them.
+``$MEMDB_ON_EMBEDDING_ERROR=defer``) are stored without vectors; ``memdb maintenance reembed``
+embeds them. The old ``memdb purge``, ``memdb reembed`` and ``memdb pending-embeddings`` are
+hidden aliases.
 """
 
 from __future__ import annotations
@@ -10,10 +13,11 @@ import time
 
 import click
 
-from ._app import cli, emit_json, json_option, store
+from ._app import emit_json, json_option, store
+from ._groups import legacy, maintenance
 
 
-@cli.command()
+@maintenance.command("reembed")
 @click.option("--batch-size", type=int, default=64, show_default=True,
               help="Memories embedded and written per transaction.")
 @click.option("--limit", type=int, help="Re-embed at most this many (default: the whole queue).")
@@ -31,8 +35,8 @@ def reembed(batch_size: int, limit: int | None, as_json: bool) -> None:
         if total > batch_size:
             click.echo(f"re-embedded {done}/{total}", err=True)
 
-    written = s.reembed(batch_size=batch_size, limit=limit, progress=progress)
-    pending = s.pending_embeddings()
+    written = s.maintenance.reembed(batch_size=batch_size, limit=limit, progress=progress)
+    pending = s.maintenance.pending_embeddings()
     seconds = round(time.perf_counter() - started, 3)
     if as_json:
         emit_json({"reembedded": written, "pending": pending, "seconds": seconds})
@@ -40,12 +44,35 @@ def reembed(batch_size: int, limit: int | None, as_json: bool) -> None:
         click.echo(f"re-embedded {written} memories in {seconds} s; {pending} still pending")
 
 
-@cli.command("pending-embeddings")
+legacy("reembed", "maintenance reembed", reembed)
+
+
+@maintenance.command("pending")
 @json_option
 def pending_embeddings(as_json: bool) -> None:
-    """Count the memories waiting for an embedding (see `memdb reembed`)."""
-    n = store().pending_embeddings()
+    """Count the memories waiting for an embedding (see `memdb maintenance reembed`)."""
+    n = store().maintenance.pending_embeddings()
     if as_json:
         emit_json({"pending": n})
     else:
         click.echo(str(n))
+
+
+legacy("pending-embeddings", "maintenance pending", pending_embeddings)
+
+
+@maintenance.command("purge")
+@json_option
+def purge(as_json: bool) -> None:
+    """Delete this tenant's expired memories.
+
+    Expired memories are already invisible to every read; this frees their rows.
+    """
+    n = store().maintenance.purge_expired()
+    if as_json:
+        emit_json({"purged": n})
+    else:
+        click.echo(f"purged {n} expired memories")
+
+
+legacy("purge", "maintenance purge", purge)

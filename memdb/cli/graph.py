@@ -1,15 +1,18 @@
-"""Entity-graph commands: ``memdb link`` (extract entities and relations from memories and link
-them, :meth:`~memdb.MemoryStore.link_entities`) and ``memdb graph ENTITY`` (an entity's
-neighbourhood, :meth:`~memdb.MemoryStore.graph_neighbors`)."""
+"""``memdb graph link|neighbors|search`` (``store.graph``): extract entities and relations
+from memories and link them, an entity's neighbourhood, and hybrid search with the graph
+route. The old ``memdb link`` and ``memdb graph ENTITY`` still work (deprecated)."""
 
 from __future__ import annotations
 
 import click
 
-from ._app import cli, emit_json, json_option, store
+from ..demo import summarize_hit
+from ._app import emit_json, json_option, store
+from ._format import print_hits
+from ._groups import graph, legacy
 
 
-@cli.command()
+@graph.command("link")
 @click.argument("memory_ids", nargs=-1)
 @click.option("--subject", help="Link this subject's memories (default: the store's "
               "--as-subject, else every subject).")
@@ -27,8 +30,8 @@ def link(memory_ids: tuple[str, ...], subject: str | None, heuristic: bool, limi
     and English does.
     """
     kwargs = {"llm": None} if heuristic else {}
-    result = store().link_entities(list(memory_ids) or None, subject=subject, limit=limit,
-                                   **kwargs)
+    result = store().graph.link(list(memory_ids) or None, subject=subject, limit=limit,
+                                **kwargs)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -39,16 +42,19 @@ def link(memory_ids: tuple[str, ...], subject: str | None, heuristic: bool, limi
         click.echo(f"  heuristic fallback x{n}: {reason}")
 
 
-@cli.command()
+legacy("link", "graph link", link)
+
+
+@graph.command("neighbors")
 @click.argument("entity")
 @click.option("--hops", type=int, default=1, show_default=True,
               help="Show relations up to this many hops away (1 to 4).")
 @click.option("--limit", type=int, default=100, show_default=True,
               help="At most this many relations.")
 @json_option
-def graph(entity: str, hops: int, limit: int, as_json: bool) -> None:
+def neighbors(entity: str, hops: int, limit: int, as_json: bool) -> None:
     """Show ENTITY's neighbourhood in the entity graph: the entity and its relations."""
-    view = store().graph_neighbors(entity, hops=hops, limit=limit)
+    view = store().graph.neighbors(entity, hops=hops, limit=limit)
     if as_json:
         emit_json(view.to_dict())
         return
@@ -61,3 +67,32 @@ def graph(entity: str, hops: int, limit: int, as_json: bool) -> None:
     for r in view.relations:
         click.echo(f"  {'  ' * (r.depth - 1)}{r.source} -[{r.type} {r.strength:.2f}]-> "
                    f"{r.target}  (memory {r.memory_id})")
+
+
+@graph.command("search")
+@click.argument("query")
+@click.option("-k", "--k", "k", type=int, default=10, show_default=True, help="How many hits.")
+@click.option("--hops", type=int, default=2, show_default=True,
+              help="Relations walked from the question's entities (0 to 4).")
+@click.option("--route", "routes", multiple=True,
+              type=click.Choice(["vector", "bm25", "exact", "graph"]),
+              help="Only these routes (repeatable; default all four).")
+@click.option("--entity", "entities", multiple=True,
+              help="Also start the walk from this entity (repeatable).")
+@click.option("--subject", help="Only this subject's memories.")
+@json_option
+def search(query: str, k: int, hops: int, routes: tuple[str, ...], entities: tuple[str, ...],
+           subject: str | None, as_json: bool) -> None:
+    """Hybrid search with the graph route: memories mentioning the entities reached from
+    those QUERY names, fused with vector, BM25 and exact match."""
+    conditions = {"subject": subject} if subject else {}
+    hits = store().graph.search(query, k=k, hops=hops, routes=list(routes) or None,
+                                entities=list(entities) or None, **conditions)
+    if as_json:
+        emit_json({"query": query, "hits": [h.to_dict() for h in hits]})
+    elif not hits:
+        click.echo("no memories match", err=True)
+    else:
+        print_hits([summarize_hit(h) | {"routes": {
+            r: h.details[f"{r}_rank"] for r in ("vector", "bm25", "exact", "graph")
+            if h.details.get(f"{r}_rank") is not None}} for h in hits], with_id=True)

@@ -1,4 +1,5 @@
-"""Commands over documents: ingest, documents, remove-document, search-documents."""
+"""``memdb documents ingest|list|remove|search|citations`` (``store.documents``); the old
+flat commands (ingest, documents, remove-document, search-documents) are hidden aliases."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import click
 from ..errors import InvalidInput
 from ..ingest import FileResult, IngestReport, TextSource
 from ..models import Category, Scope
-from ._app import cli, emit_json, json_option, options, store
+from ._app import emit_json, json_option, options, store
 from ._format import short, table
+from ._groups import documents, legacy
 from ._shared import values
 
 
@@ -94,7 +96,7 @@ def _print_report(report: IngestReport) -> None:
                f"database {secs['db']} s)" + (" [dry run]" if report.dry_run else ""))
 
 
-@cli.command()
+@documents.command("ingest")
 @click.argument("paths", nargs=-1, required=True)
 @options(
     (["--subject"], {"help": "Whose documents (default: 'default')."}),
@@ -113,7 +115,7 @@ def _print_report(report: IngestReport) -> None:
                      "help": "Tokens repeated between neighbouring chunks."}),
     (["--parent-tokens"], {"type": int, "default": 1024, "show_default": True,
                            "help": "Most tokens in a parent section "
-                                   "(search-documents --parents)."}),
+                                   "(documents search --parents)."}),
     (["--include"], {"multiple": True, "metavar": "GLOB",
                      "help": "In folders, only files matching (repeatable; default: .md .markdown "
                              ".txt .rst .html .htm .pdf ...)."}),
@@ -149,8 +151,8 @@ def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
             sources.append(path)
     progress = _Progress(enabled=not as_json and not quiet)
     try:
-        report = store().ingest(sources, category=_categories(categories), tags=list(tags),
-                                progress=progress, **opts)
+        report = store().documents.ingest(sources, category=_categories(categories),
+                                          tags=list(tags), progress=progress, **opts)
     finally:
         progress.close()
     if as_json:
@@ -161,7 +163,10 @@ def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
         sys.exit(1)
 
 
-@cli.command()
+legacy("ingest", "documents ingest", ingest)
+
+
+@documents.command("list")
 @options(
     (["--subject"], {"help": "Only this subject's documents."}),
     (["--prefix"], {"help": "Only URIs starting with this (e.g. file:///srv/docs/)."}),
@@ -170,9 +175,9 @@ def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
     (["--offset"], {"type": int, "default": 0, "help": "Skip this many first."}),
 )
 @json_option
-def documents(as_json: bool, **opts: Any) -> None:
+def documents_list(as_json: bool, **opts: Any) -> None:
     """List the ingested documents (URI, title, format, version, chunks)."""
-    docs = store().documents(**opts)
+    docs = store().documents.list(**opts)
     if as_json:
         emit_json([d.to_dict() for d in docs])
         return
@@ -184,20 +189,23 @@ def documents(as_json: bool, **opts: Any) -> None:
            for d in docs])
 
 
-@cli.command("remove-document")
+@documents.command("remove")
 @click.argument("uris", nargs=-1, required=True)
 @click.option("--reason", help="Why, recorded in the history.")
 @json_option
 def remove_document(uris: tuple[str, ...], reason: str | None, as_json: bool) -> None:
     """Remove documents by URI, with their chunk memories."""
-    removed = store().remove_document(list(uris), reason=reason)
+    removed = store().documents.remove(list(uris), reason=reason)
     if as_json:
         emit_json({"removed": removed})
     else:
         click.echo(f"{removed} document(s) removed")
 
 
-@cli.command("search-documents")
+legacy("remove-document", "documents remove", remove_document)
+
+
+@documents.command("search")
 @click.argument("query")
 @click.option("-k", "--k", "k", type=int, default=5, show_default=True, help="How many hits.")
 @click.option("--parents", is_flag=True, help="Return each hit's parent section, once per parent.")
@@ -207,7 +215,7 @@ def search_documents(query: str, k: int, parents: bool, subject: str | None,
                      as_json: bool) -> None:
     """Search document chunks; every hit cites its document, heading path and offsets."""
     conditions = {"subject": subject} if subject else {}
-    hits = store().search_documents(query, k=k, parents=parents, **conditions)
+    hits = store().documents.search(query, k=k, parents=parents, **conditions)
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits]})
         return
@@ -220,3 +228,28 @@ def search_documents(query: str, k: int, parents: bool, subject: str | None,
         click.echo(f"{h.hit.rank}. {h.hit.score:.4f}  {where}")
         text = h.parent_text if parents and h.parent_text else h.hit.memory.content
         click.echo(f"   {short(text)}")
+
+
+legacy("search-documents", "documents search", search_documents)
+
+
+@documents.command("citations")
+@click.argument("memory_ids", nargs=-1, required=True)
+@click.option("--parents", is_flag=True, help="Also print each chunk's parent section.")
+@json_option
+def citations(memory_ids: tuple[str, ...], parents: bool, as_json: bool) -> None:
+    """Where memories (document chunks) are cited from: document URI, heading path and
+    character offsets, the owner first."""
+    found = store().documents.citations(memory_ids, parents=parents)
+    if as_json:
+        emit_json({mid: [{**c.to_dict(), "parent_text": text} for c, text in rows]
+                   for mid, rows in found.items()})
+        return
+    if not found:
+        click.echo("no document text among these memories", err=True)
+    for mid, rows in found.items():
+        click.echo(mid)
+        for c, text in rows:
+            click.echo(f"  {c.uri} [{c.char_start}:{c.char_end}] {' › '.join(c.heading_path)}")
+            if parents and text:
+                click.echo(f"    {short(text)}")

@@ -1,5 +1,8 @@
-"""Lifecycle commands: maintain, consolidate, summarize, sediment, review (list, approve,
-reject), forget-subject, export-subject. Each mirrors a :class:`~memdb.MemoryStore` method."""
+"""Lifecycle commands, grouped as the store's families: ``memdb maintenance run|sediment|
+forget-by-importance|forget-by-age|forget-by-capacity|decay-hypotheses``, ``memdb session
+summarize|consolidate``, ``memdb review list|approve|reject``, ``memdb subject
+export|forget|summary``. The old flat commands (maintain, consolidate, summarize, sediment,
+forget-subject, export-subject) are hidden aliases."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ import click
 from ..errors import InvalidInput
 from ._app import CliError, cli, emit_json, json_option, store
 from ._format import short, table
+from ._groups import legacy, maintenance, subject
 from ._shared import pairs
+from .session import session
 
 _NUMERIC_OPTIONS = ("batch_limit", "importance_threshold", "age_days", "age_max_uses",
                     "capacity_per_session", "capacity_half_life_days",
@@ -37,7 +42,7 @@ def _step_text(value: Any) -> str:
 
 
 def maintenance_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """The options of `memdb maintain` and `memdb admin maintain`: --dry-run, --step, --set,
+    """The options of `memdb maintenance run` and `memdb admin maintain`: --dry-run, --step, --set,
     --until-done, --json."""
     for option in reversed((
         click.option("--dry-run", is_flag=True,
@@ -85,7 +90,7 @@ def run_maintenance(call: Callable[..., dict[str, Any]], *, dry_run: bool,
                + ("; more to do (run again)" if result.get("more") else ""))
 
 
-@cli.command()
+@maintenance.command("run")
 @maintenance_options
 @click.option("--all-tenants", is_flag=True, hidden=True,
               help="Refused: maintenance over every tenant is `memdb admin maintain`.")
@@ -100,11 +105,14 @@ def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
         raise CliError("--all-tenants is refused: a store maintains only its own tenant; run "
                        "`memdb admin maintain` as the admin login (MEMDB_ADMIN_DSN) for every "
                        "tenant. Nothing was changed")
-    run_maintenance(store().maintain, dry_run=dry_run, steps=steps, settings=settings,
+    run_maintenance(store().maintenance.run, dry_run=dry_run, steps=steps, settings=settings,
                     until_done=until_done, as_json=as_json)
 
 
-@cli.command()
+legacy("maintain", "maintenance run", maintain)
+
+
+@session.command("consolidate")
 @click.argument("session_id")
 @click.option("--threshold", type=float, default=0.6, show_default=True,
               help="Move working memories with at least this importance.")
@@ -114,8 +122,8 @@ def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
 def consolidate(session_id: str, threshold: float, subject: str | None, dry_run: bool,
                 as_json: bool) -> None:
     """Move SESSION_ID's important working memories to episodic (importance x 1.1, max 1)."""
-    moved = store().consolidate(session_id, threshold=threshold, subject=subject,
-                                dry_run=dry_run)
+    moved = store().sessions.consolidate(session_id, threshold=threshold, subject=subject,
+                                         dry_run=dry_run)
     if as_json:
         emit_json({"dry_run": dry_run, "moved": [c.to_dict() for c in moved]})
     else:
@@ -124,7 +132,10 @@ def consolidate(session_id: str, threshold: float, subject: str | None, dry_run:
         click.echo(f"{'would move' if dry_run else 'moved'} {len(moved)} memories to episodic")
 
 
-@cli.command()
+legacy("consolidate", "session consolidate", consolidate)
+
+
+@session.command("summarize")
 @click.argument("session_id")
 @click.option("--subject", help="Whose memories (needed when the session has several).")
 @click.option("--max-sentences", type=int, default=5, show_default=True,
@@ -140,8 +151,8 @@ def summarize(session_id: str, subject: str | None, max_sentences: int, offline:
     Through the LLM of MEMDB_LLM_* when set, else (or when it fails) extractively, offline.
     """
     kwargs: dict[str, Any] = {"llm": None} if offline else {}
-    s = store().summarize_session(session_id, subject=subject, max_sentences=max_sentences,
-                                  dry_run=dry_run, **kwargs)
+    s = store().sessions.summarize(session_id, subject=subject, max_sentences=max_sentences,
+                                   dry_run=dry_run, **kwargs)
     if as_json:
         emit_json(s.to_dict())
         return
@@ -152,7 +163,10 @@ def summarize(session_id: str, subject: str | None, max_sentences: int, offline:
         click.echo(f"{s.memory_id} {'created' if s.created else 'already stored'}", err=True)
 
 
-@cli.command()
+legacy("summarize", "session summarize", summarize)
+
+
+@maintenance.command("sediment")
 @click.option("--subject", help="Only this subject (default: every subject with summaries).")
 @click.option("--days", type=int, default=30, show_default=True,
               help="Read the session summaries of the last DAYS days.")
@@ -164,8 +178,8 @@ def sediment(subject: str | None, days: int, min_sessions: int, dry_run: bool,
              as_json: bool) -> None:
     """Extract preferences, decisions, lessons and patterns from session summaries into
     memories, and propose rules for review (idempotent per day and sources)."""
-    results = store().sediment(subject=subject, days=days, min_sessions=min_sessions,
-                               dry_run=dry_run)
+    results = store().maintenance.sediment(subject=subject, days=days,
+                                           min_sessions=min_sessions, dry_run=dry_run)
     if as_json:
         emit_json([r.to_dict() for r in results])
         return
@@ -182,11 +196,15 @@ def sediment(subject: str | None, days: int, min_sessions: int, dry_run: bool,
             click.echo(f"  {m['class']:<10} {m['destination']:<6} {short(m['content'], 100)}")
 
 
+legacy("sediment", "maintenance sediment", sediment)
+
+
 @cli.group(invoke_without_command=True)
 @json_option
 @click.pass_context
 def review(ctx: click.Context, as_json: bool) -> None:
-    """The review queue: rules proposed by sedimentation become memories once approved.
+    """The review queue: rules proposed by sedimentation become memories once approved
+    (store.review).
 
     Without a subcommand: list the pending entries (as `memdb review list`).
     """
@@ -202,7 +220,7 @@ def review(ctx: click.Context, as_json: bool) -> None:
 @json_option
 def review_list(status: str, subject: str | None, limit: int, as_json: bool) -> None:
     """List review-queue entries, oldest first."""
-    items = store().review_list(None if status == "all" else status, subject=subject,
+    items = store().review.list(None if status == "all" else status, subject=subject,
                                 limit=limit)
     if as_json:
         emit_json([i.to_dict() for i in items])
@@ -219,7 +237,7 @@ def review_list(status: str, subject: str | None, limit: int, as_json: bool) -> 
 @json_option
 def review_approve(review_id: str, decided_by: str | None, as_json: bool) -> None:
     """Approve entry ID: its memory is created (category system for rules)."""
-    memory_id = store().review_approve(review_id, decided_by=decided_by)
+    memory_id = store().review.approve(review_id, decided_by=decided_by)
     if as_json:
         emit_json({"id": review_id, "status": "approved", "memory_id": str(memory_id)})
     else:
@@ -232,14 +250,14 @@ def review_approve(review_id: str, decided_by: str | None, as_json: bool) -> Non
 @json_option
 def review_reject(review_id: str, decided_by: str | None, as_json: bool) -> None:
     """Reject entry ID (no memory; the same text is not proposed again)."""
-    store().review_reject(review_id, decided_by=decided_by)
+    store().review.reject(review_id, decided_by=decided_by)
     if as_json:
         emit_json({"id": review_id, "status": "rejected"})
     else:
         click.echo(f"rejected {review_id}")
 
 
-@cli.command("forget-subject")
+@subject.command("forget")
 @click.argument("subject")
 @click.option("--export", "export_to", metavar="PATH",
               help="First write everything about SUBJECT to this new JSON file.")
@@ -254,7 +272,7 @@ def forget_subject(subject: str, export_to: str | None, dry_run: bool, yes: bool
             f"Erase every memory and trace of subject {subject!r} in tenant "
             f"{store().tenant!r}? This cannot be undone", err=True):
         raise CliError("not confirmed: nothing was deleted")
-    result = store().forget_subject(subject, export_to=export_to, dry_run=dry_run)
+    result = store().subjects.forget(subject, export_to=export_to, dry_run=dry_run)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -266,16 +284,124 @@ def forget_subject(subject: str, export_to: str | None, dry_run: bool, yes: bool
                else f"erased subject {subject!r}")
 
 
-@cli.command("export-subject")
+legacy("forget-subject", "subject forget", forget_subject)
+
+
+@subject.command("export")
 @click.argument("subject")
 @click.argument("path")
 @json_option
 def export_subject(subject: str, path: str, as_json: bool) -> None:
     """Write everything about SUBJECT to PATH as JSON (refuses to overwrite a file)."""
-    counts = store().export_subject(subject, path)
+    counts = store().subjects.export(subject, path)
     if as_json:
         emit_json({"subject": subject, "path": path, "rows": counts})
     else:
         for name, n in counts.items():
             click.echo(f"{name:<16} {n}")
         click.echo(f"exported to {path}")
+
+
+legacy("export-subject", "subject export", export_subject)
+
+
+@subject.command("summary")
+@click.argument("name", metavar="SUBJECT", required=False)
+@click.option("-k", "--k", "k", type=int, default=5, show_default=True,
+              help="How many of the most important memories to show.")
+@json_option
+def subject_summary(name: str | None, k: int, as_json: bool) -> None:
+    """Counts of SUBJECT's current memories by kind and category, and its most important
+    ones (every visible subject's without SUBJECT)."""
+    result = store().subjects.summary(subject=name, k=k)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"total {result['total']}")
+    click.echo("by kind      " + ", ".join(f"{k} {n}" for k, n in result["by_kind"].items()))
+    click.echo("by category  " + ", ".join(f"{k} {n}" for k, n in result["by_category"].items()))
+    for m in result["top"]:
+        click.echo(f"  {m['importance']:.2f} {m['kind']:<10} {m['category']:<11} "
+                   f"{short(m['content'])}")
+
+
+def _print_ids(ids: list[Any], dry_run: bool, as_json: bool, what: str) -> None:
+    if as_json:
+        emit_json({"dry_run": dry_run, "ids": [str(i) for i in ids]})
+        return
+    for i in ids:
+        click.echo(str(i))
+    click.echo(f"{'would forget' if dry_run else 'forgot'} {len(ids)} memories ({what})",
+               err=True)
+
+
+_dry_run = click.option("--dry-run", is_flag=True, help="Only list what would be forgotten.")
+_limit = click.option("--limit", type=int, default=1000, show_default=True,
+                      help="At most this many.")
+
+
+@maintenance.command("forget-by-importance")
+@click.option("--threshold", type=float, default=0.1, show_default=True,
+              help="Forget current memories with importance below this (never system).")
+@_limit
+@_dry_run
+@json_option
+def forget_by_importance(threshold: float, limit: int, dry_run: bool, as_json: bool) -> None:
+    """Forget unimportant memories (importance below --threshold; never category system)."""
+    ids = store().maintenance.forget_by_importance(threshold, limit=limit, dry_run=dry_run)
+    _print_ids(ids, dry_run, as_json, f"importance < {threshold}")
+
+
+@maintenance.command("forget-by-age")
+@click.option("--days", type=float, default=180, show_default=True,
+              help="Forget memories older than this, not used in that time.")
+@click.option("--max-uses", type=int, default=0, show_default=True,
+              help="... used at most this many times.")
+@_limit
+@_dry_run
+@json_option
+def forget_by_age(days: float, max_uses: int, limit: int, dry_run: bool,
+                  as_json: bool) -> None:
+    """Forget old, unused memories (never category system)."""
+    ids = store().maintenance.forget_by_age(days, max_uses=max_uses, limit=limit,
+                                            dry_run=dry_run)
+    _print_ids(ids, dry_run, as_json, f"older than {days} days")
+
+
+@maintenance.command("forget-by-capacity")
+@click.option("--max-per-session", type=int, default=100, show_default=True,
+              help="Keep at most this many working memories per session.")
+@click.option("--half-life-days", type=float, default=7, show_default=True,
+              help="Time decay of importance when choosing which to keep.")
+@_limit
+@_dry_run
+@json_option
+def forget_by_capacity(max_per_session: int, half_life_days: float, limit: int,
+                       dry_run: bool, as_json: bool) -> None:
+    """Keep each session's most valuable working memories, forget the rest."""
+    ids = store().maintenance.forget_by_capacity(max_per_session,
+                                                 half_life_days=half_life_days,
+                                                 limit=limit, dry_run=dry_run)
+    _print_ids(ids, dry_run, as_json, f"over {max_per_session} per session")
+
+
+@maintenance.command("decay-hypotheses")
+@click.option("--half-life-days", type=float, default=7, show_default=True,
+              help="Confidence halves in this many days without confirmation.")
+@click.option("--floor", type=float, default=0.2, show_default=True,
+              help="Forget hypotheses whose confidence falls below this.")
+@_limit
+@_dry_run
+@json_option
+def decay_hypotheses(half_life_days: float, floor: float, limit: int, dry_run: bool,
+                     as_json: bool) -> None:
+    """Decay the confidence of unconfirmed hypotheses; forget those below --floor."""
+    changes = store().maintenance.decay_hypotheses(half_life_days, floor, limit=limit,
+                                                   dry_run=dry_run)
+    if as_json:
+        emit_json({"dry_run": dry_run, "changes": [c.to_dict() for c in changes]})
+        return
+    for c in changes:
+        click.echo(f"{c.id}  {c.old_confidence:.2f} -> {c.new_confidence:.2f}  {c.action}")
+    click.echo(f"{'would change' if dry_run else 'changed'} {len(changes)} hypotheses",
+               err=True)

@@ -1,5 +1,5 @@
-"""Commands over single memories: migrate, add, get, list, update, delete, history, purge,
-count, mark-used."""
+"""Commands over single memories: migrate, add, get, list, update, delete, history, count,
+mark-used."""
 
 from __future__ import annotations
 
@@ -225,20 +225,6 @@ def history(memory_id: str, as_json: bool) -> None:
         emit_json([e.to_dict() for e in entries])
     else:
         print_history(entries)
-
-
-@cli.command()
-@json_option
-def purge(as_json: bool) -> None:
-    """Delete this tenant's expired memories.
-
-    Expired memories are already invisible to every read; this frees their rows.
-    """
-    n = store().purge_expired()
-    if as_json:
-        emit_json({"purged": n})
-    else:
-        click.echo(f"purged {n} expired memories")
 
 
 @cli.command()

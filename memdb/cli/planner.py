@@ -1,5 +1,6 @@
-"""Planned retrieval on the command line: ``memdb plan``, ``recall``, ``trace``, ``stats`` and
-``classify``."""
+"""Planned retrieval on the command line: ``memdb plan``, ``memdb recall``, ``memdb traces
+list|show|stats|purge|erase`` and ``memdb maintenance reclassify`` (the old ``trace``,
+``stats`` and ``classify --backfill`` are hidden aliases)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..errors import InvalidInput
 from ..recall import DEFAULT_BACKSTOP
 from ._app import cli, emit_json, json_option, store
 from ._format import print_hits, short, table
+from ._groups import legacy, maintenance, traces
 from ._shared import filter_args, filter_options
 
 
@@ -95,7 +97,76 @@ def recall(query: str, k: int, hotness: float | None, backstop: float | None,
         click.echo("no memories match", err=True)
 
 
-@cli.command()
+def _show_trace(t: dict[str, Any]) -> None:
+    for key in ("id", "created_at", "subject", "query", "intent", "plan_source", "status",
+                "reasons", "fallback", "categories", "k", "latency_ms", "timings"):
+        click.echo(f"{key:<12} {t[key]}")
+    _print_plan(t["plan"] | {"ambiguous": t["plan"].get("ambiguous", False)})
+    click.echo("candidates:")
+    chosen = {str(x) for x in t["chosen_ids"]}
+    for c in t["candidates"]:
+        mark = "*" if c["id"] in chosen else " "
+        routes = " ".join(f"{r}:{v.get('rank')}" for r, v in (c["routes"] or {}).items())
+        click.echo(f" {mark} {c['id']}  {c['score']:.4f}  {c['category']:<11} {routes}")
+
+
+def _list_traces(rows: list[dict[str, Any]]) -> None:
+    table(["id", "when", "status", "intent", "source", "fb", "n", "ms", "query"],
+          [[str(r["id"]), r["created_at"].strftime("%m-%d %H:%M:%S"), r["status"], r["intent"],
+            r["plan_source"], "y" if r["fallback"] else "-", str(r["results"]),
+            f"{r['latency_ms']:.0f}", short(r["query"], 60)] for r in rows])
+
+
+def _emit(out: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(out)
+    else:
+        click.echo(", ".join(f"{k} {v}" for k, v in out.items()))
+
+
+@traces.command("list")
+@click.option("--limit", type=int, default=20, show_default=True, help="How many to list.")
+@json_option
+def traces_list(limit: int, as_json: bool) -> None:
+    """List retrieval traces, newest first."""
+    rows = store().traces.list(limit)
+    if as_json:
+        emit_json(rows)
+    else:
+        _list_traces(rows)
+
+
+@traces.command("show")
+@click.argument("trace_id", metavar="ID")
+@json_option
+def traces_show(trace_id: str, as_json: bool) -> None:
+    """Show trace ID: the redacted query, plan, candidates with their per-route ranks, chosen
+    ids and latency."""
+    t = store().traces.get(trace_id)
+    if as_json:
+        emit_json(t)
+    else:
+        _show_trace(t)
+
+
+@traces.command("purge")
+@click.option("--days", type=float, help="Keep this many days (default 30, or "
+                                         "$MEMDB_TRACE_RETENTION_DAYS).")
+@json_option
+def traces_purge(days: float | None, as_json: bool) -> None:
+    """Delete traces older than the retention period."""
+    _emit({"purged": store().traces.purge(days)}, as_json)
+
+
+@traces.command("erase")
+@click.argument("subject")
+@json_option
+def traces_erase(subject: str, as_json: bool) -> None:
+    """Delete every trace that searched or returned SUBJECT's memories."""
+    _emit({"erased": store().traces.erase(subject)}, as_json)
+
+
+@cli.command(hidden=True)
 @click.argument("trace_id", metavar="[ID]", required=False)
 @click.option("--limit", type=int, default=20, show_default=True, help="How many to list.")
 @click.option("--purge", is_flag=True,
@@ -107,53 +178,31 @@ def recall(query: str, k: int, hotness: float | None, backstop: float | None,
 @json_option
 def trace(trace_id: str | None, limit: int, purge: bool, days: float | None,
           erase_subject: str | None, as_json: bool) -> None:
-    """List retrieval traces (newest first), or show the one with ID: the redacted query,
-    plan, candidates with their per-route ranks, chosen ids and latency."""
+    """Deprecated: use `memdb traces list|show|purge|erase`."""
     s = store()
     if purge or erase_subject:
+        click.echo("deprecated: use `memdb traces purge` / `memdb traces erase`", err=True)
         out: dict[str, int] = {}
         if purge:
-            out["purged"] = s.purge_traces(days)
+            out["purged"] = s.traces.purge(days)
         if erase_subject:
-            out["erased"] = s.erase_traces(erase_subject)
-        if as_json:
-            emit_json(out)
-        else:
-            click.echo(", ".join(f"{k} {v}" for k, v in out.items()))
-        return
-    if trace_id:
-        t = s.trace(trace_id)
-        if as_json:
-            emit_json(t)
-            return
-        for key in ("id", "created_at", "subject", "query", "intent", "plan_source", "status",
-                    "reasons", "fallback", "categories", "k", "latency_ms", "timings"):
-            click.echo(f"{key:<12} {t[key]}")
-        _print_plan(t["plan"] | {"ambiguous": t["plan"].get("ambiguous", False)})
-        click.echo("candidates:")
-        chosen = set(t["chosen_ids"])
-        for c in t["candidates"]:
-            mark = "*" if c["id"] in {str(x) for x in chosen} else " "
-            routes = " ".join(f"{r}:{v.get('rank')}" for r, v in (c["routes"] or {}).items())
-            click.echo(f" {mark} {c['id']}  {c['score']:.4f}  {c['category']:<11} {routes}")
-        return
-    rows = s.traces(limit)
-    if as_json:
-        emit_json(rows)
-        return
-    table(["id", "when", "status", "intent", "source", "fb", "n", "ms", "query"],
-          [[str(r["id"]), r["created_at"].strftime("%m-%d %H:%M:%S"), r["status"], r["intent"],
-            r["plan_source"], "y" if r["fallback"] else "-", str(r["results"]),
-            f"{r['latency_ms']:.0f}", short(r["query"], 60)] for r in rows])
+            out["erased"] = s.traces.erase(erase_subject)
+        _emit(out, as_json)
+    elif trace_id:
+        click.echo("deprecated: use `memdb traces show`", err=True)
+        traces_show.callback(trace_id, as_json)  # type: ignore[misc]
+    else:
+        click.echo("deprecated: use `memdb traces list`", err=True)
+        traces_list.callback(limit, as_json)  # type: ignore[misc]
 
 
-@cli.command()
+@traces.command("stats")
 @click.option("--hours", type=float, help="Only the traces of the last HOURS hours.")
 @json_option
 def stats(hours: float | None, as_json: bool) -> None:
     """Health of planned retrieval from the traces: empty-result, fallback and degraded rates,
     p50/p95 latency, intent distribution."""
-    result = store().trace_stats(timedelta(hours=hours) if hours else None)
+    result = store().traces.stats(timedelta(hours=hours) if hours else None)
     if as_json:
         emit_json(result)
         return
@@ -167,20 +216,22 @@ def stats(hours: float | None, as_json: bool) -> None:
         result["intents"].items(), key=lambda kv: -kv[1])))
 
 
-@cli.command()
-@click.option("--backfill", is_flag=True, required=True,
-              help="Re-classify existing memories (classified by older rules, or never).")
+legacy("stats", "traces stats", stats)
+
+
+@maintenance.command("reclassify")
 @click.option("--dry-run", is_flag=True, help="Only report what would move.")
 @click.option("--batch-size", type=int, default=500, show_default=True,
               help="Memories re-classified per transaction.")
 @json_option
-def classify(backfill: bool, dry_run: bool, batch_size: int, as_json: bool) -> None:
-    """Re-classify memories with the current rules (memdb.classify.TAG_VERSION).
+def reclassify(dry_run: bool, batch_size: int, as_json: bool) -> None:
+    """Re-classify memories with the current rules (memdb.classify.TAG_VERSION): those
+    classified by older rules, or never.
 
     Explicitly categorized memories are left alone. --dry-run reports how many would move
     (per from->to) and a sample, writing nothing.
     """
-    report = store().reclassify(dry_run=dry_run, batch_size=batch_size)
+    report = store().maintenance.reclassify(dry_run=dry_run, batch_size=batch_size)
     if as_json:
         emit_json(report)
         return
@@ -191,3 +242,16 @@ def classify(backfill: bool, dry_run: bool, batch_size: int, as_json: bool) -> N
         click.echo(f"  {move:<28} {n}")
     for s in report["sample"]:
         click.echo(f"  e.g. {s['from']}->{s['to']} [{s['rule']}] {short(s['content'], 60)}")
+
+
+@cli.command(hidden=True)
+@click.option("--backfill", is_flag=True, required=True,
+              help="Re-classify existing memories (classified by older rules, or never).")
+@click.option("--dry-run", is_flag=True, help="Only report what would move.")
+@click.option("--batch-size", type=int, default=500, show_default=True,
+              help="Memories re-classified per transaction.")
+@json_option
+def classify(backfill: bool, dry_run: bool, batch_size: int, as_json: bool) -> None:
+    """Deprecated: use `memdb maintenance reclassify`."""
+    click.echo("deprecated: use `memdb maintenance reclassify`", err=True)
+    reclassify.callback(dry_run, batch_size, as_json)  # type: ignore[misc]

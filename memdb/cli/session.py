@@ -1,6 +1,7 @@
 """Session and context commands: ``memdb context`` (the messages for one model call within a
-token budget) and ``memdb session add/show/state/list/delete`` (the conversation buffer and
-the working state). Each mirrors a :class:`~memdb.MemoryStore` method."""
+token budget, ``store.context``) and ``memdb session append|show|state|list|delete|summarize|
+consolidate`` (``store.sessions``: the conversation buffer, the working state and the session's
+working memories; ``session add`` is the old, hidden name of ``session append``)."""
 
 from __future__ import annotations
 
@@ -63,10 +64,10 @@ def context(query: str, session: str | None, budget: int, subject: str | None, k
             max_memory_tokens: int | None, agent: str | None, as_json: bool) -> None:
     """Print the OpenAI-style messages for answering QUERY within --budget tokens: the
     subject's system rules, relevant memories (each with its [mem:id]), the session summary,
-    then the most recent turns (store.build_context)."""
+    then the most recent turns (store.context)."""
     if no_instructions and instructions:
         raise InvalidInput("give --instructions or --no-instructions, not both")
-    ctx = store().build_context(
+    ctx = store().context(
         query, session, budget, subject=subject, k=k, include_query=include_query,
         instructions=None if no_instructions else (instructions or "auto"),
         max_memory_tokens=max_memory_tokens, agent=agent)
@@ -83,10 +84,11 @@ def context(query: str, session: str | None, budget: int, subject: str | None, k
 
 @cli.group()
 def session() -> None:
-    """Short-term memory: a session's conversation buffer, running summary and working state."""
+    """Short-term memory: a session's conversation buffer, running summary and working state
+    (store.sessions)."""
 
 
-@session.command("add")
+@session.command("append")
 @click.argument("session_id")
 @click.argument("role", type=click.Choice(ROLES))
 @click.argument("content")
@@ -95,21 +97,31 @@ def session() -> None:
 @click.option("--no-llm", is_flag=True,
               help="Summarize scrolled-out turns extractively even if an LLM is configured.")
 @json_option
-def session_add(session_id: str, role: str, content: str, subject: str | None,
+def session_append(session_id: str, role: str, content: str, subject: str | None,
                 max_tokens: int, max_messages: int, no_llm: bool, as_json: bool) -> None:
     """Append a turn (CONTENT, or - for stdin) to SESSION_ID; turns that scroll out of the
     window are folded into the running summary."""
     if content == "-":
         content = sys.stdin.read()
     kwargs: dict[str, Any] = {"llm": None} if no_llm else {}
-    result = store().add_message(session_id, role, content, subject=subject,
-                                 window=_window(max_tokens, max_messages), **kwargs)
+    result = store().sessions.append(session_id, role, content, subject=subject,
+                                      window=_window(max_tokens, max_messages), **kwargs)
     if as_json:
         emit_json(result.to_dict())
         return
     click.echo(f"message {result.id} ({result.tokens} tokens)"
                + (f"; folded {result.folded} into the summary ({result.summary_path})"
                   if result.folded else ""))
+
+
+def _session_add(*args: Any, **kwargs: Any) -> None:
+    click.echo("deprecated: use `memdb session append`", err=True)
+    session_append.callback(*args, **kwargs)  # type: ignore[misc]
+
+
+session.add_command(click.Command("add", params=list(session_append.params),
+                                  callback=_session_add, hidden=True,
+                                  help="Deprecated: use `memdb session append`."))
 
 
 @session.command("show")
@@ -120,8 +132,8 @@ def session_add(session_id: str, role: str, content: str, subject: str | None,
 def session_show(session_id: str, subject: str | None, max_tokens: int, max_messages: int,
                  as_json: bool) -> None:
     """Show SESSION_ID: its summary, the turns in the window and its working state."""
-    view = store().get_session(session_id, subject=subject,
-                               window=_window(max_tokens, max_messages))
+    view = store().sessions.get(session_id, subject=subject,
+                                window=_window(max_tokens, max_messages))
     if as_json:
         emit_json(view.to_dict())
         return
@@ -148,7 +160,7 @@ def session_show(session_id: str, subject: str | None, max_tokens: int, max_mess
 def session_state(session_id: str, subject: str | None, replace_with: str | None,
                   changes: str | None, expected_version: int | None, as_json: bool) -> None:
     """Read or write SESSION_ID's working state (optimistic concurrency by version)."""
-    s = store()
+    s = store().sessions
     if replace_with and changes:
         raise InvalidInput("give --set or --update, not both")
     if replace_with:
@@ -174,7 +186,7 @@ def session_state(session_id: str, subject: str | None, replace_with: str | None
 @json_option
 def session_list(subject: str | None, limit: int, as_json: bool) -> None:
     """List sessions, most recently updated first."""
-    rows = store().list_sessions(subject=subject, limit=limit)
+    rows = store().sessions.list(subject=subject, limit=limit)
     if as_json:
         emit_json(rows)
         return
@@ -189,7 +201,7 @@ def session_list(subject: str | None, limit: int, as_json: bool) -> None:
 @json_option
 def session_delete(session_id: str, subject: str | None, as_json: bool) -> None:
     """Delete SESSION_ID: its turns, summary and working state."""
-    store().delete_session(session_id, subject=subject)
+    store().sessions.delete(session_id, subject=subject)
     if as_json:
         emit_json({"deleted": session_id})
     else:

@@ -2,7 +2,7 @@
 
 :func:`run_expansion` stores a LoCoMo-format file as :func:`memdb.evaluation.run_locomo` does
 (one memory per dialog turn, with its search context, in a scratch database dropped
-afterwards) and runs every question through :meth:`memdb.MemoryStore.retrieve` once per
+afterwards) and runs every question through :meth:`memdb.documents.Documents.retrieve` once per
 configuration — ``none`` (the plain hybrid search, the same ranking as run_locomo's
 ``hybrid``), ``mqe``, ``hyde``, each optionally with a reranker — reporting recall@k and MRR
 per configuration and category, the latency, and how many questions fell back to the plain
@@ -78,7 +78,7 @@ def run_expansion(path: str | os.PathLike[str], *, dsn: str | None = None,
             t_cfg = time.perf_counter()
             for n, (conv, q) in enumerate(questions, start=1):
                 t1 = time.perf_counter()
-                found = store.retrieve(q.question, k=ks[-1], include_memories=True,
+                found = store.documents.retrieve(q.question, k=ks[-1], include_memories=True,
                                        subject=conv.sample_id, llm=llm, n_queries=n_queries,
                                        variant_weight=variant_weight, **config)
                 ms = 1000 * (time.perf_counter() - t1)

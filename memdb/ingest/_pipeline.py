@@ -433,7 +433,7 @@ def run_ingest(store: MemoryStore, items: Iterable[Any], settings: IngestSetting
                prune: bool = False, dry_run: bool = False, force: bool = False,
                counter: TokenCounter | None = None,
                progress: Callable[[FileResult], None] | None = None) -> IngestReport:
-    """Run one ingest (see :meth:`memdb.ingest.Ingest.ingest`)."""
+    """Run one ingest (see :meth:`memdb.documents.Documents.ingest`)."""
     run = _Run(store, settings, dry_run=dry_run, force=force, counter=counter,
                progress=progress)
     return run.run(items, include=include, exclude=exclude, root=root, prune=prune)
