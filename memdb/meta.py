@@ -11,8 +11,8 @@ the store's write gate as a system statement (limits and lessons count as rules)
 ``agent:<name>`` by hand count too, their aspect taken from their category.
 
 The context builder renders it into the first system message, after the rules and before the
-user profile, when given the agent (``store.build_context(query, agent="helper")``): whole
-items while they fit the budget, each with its id (``[mem:<id>] (limit) ...``).
+user profile, when given the agent (``store.context(query, agent="helper")``): whole items
+while they fit the budget, each with its id (``[mem:<id>] (limit) ...``).
 
 A store confined to a subject (``MemoryStore(subject="alice")``) cannot see or write another
 subject's rows, an agent's included: its meta memory reads empty and writes are Forbidden.

@@ -240,7 +240,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             self._embedder = embedder_from_env()
         return self._embedder
 
-    @property
+    @functools.cached_property
     def meta(self) -> MetaMemory:
         """What an agent knows about itself: persona, abilities, limits, lessons, under the
         subject ``agent:<name>`` (:mod:`memdb.meta`)."""

@@ -17,6 +17,7 @@ from memdb.documents import Documents
 from memdb.family import Family
 from memdb.graph import Graph
 from memdb.maintenance import Maintenance
+from memdb.meta import MetaMemory
 from memdb.review import Review
 from memdb.session import Sessions, SessionWindow
 from memdb.subjects import Subjects
@@ -33,7 +34,8 @@ CORE = {
     "subject", "actor", "gate", "on_embedding_error", "db",
 }
 FAMILIES = {"sessions": Sessions, "documents": Documents, "graph": Graph, "review": Review,
-            "traces": Traces, "maintenance": Maintenance, "subjects": Subjects}
+            "traces": Traces, "maintenance": Maintenance, "subjects": Subjects,
+            "meta": MetaMemory}
 
 
 def public(obj: object) -> set[str]:
