@@ -42,6 +42,30 @@ def public(obj: object) -> set[str]:
     return {n for n in dir(obj) if not n.startswith("_")}
 
 
+# MemoryStore's public names before the families (0.1): none may be lost without an alias
+BEFORE = {
+    "add", "add_many", "add_message", "ask", "build_context", "citations", "close", "consolidate",
+    "count", "decay_hypotheses", "decide", "delete", "delete_session", "dispatch", "documents",
+    "embedder", "erase_traces", "export_subject", "forget_by_age", "forget_by_capacity",
+    "forget_by_importance", "forget_subject", "get", "get_session", "get_state",
+    "graph_neighbors", "graph_search", "history", "ingest", "link_entities", "list",
+    "list_sessions", "llm", "maintain", "mark_used", "memory_summary", "migrate",
+    "pending_embeddings", "plan", "planner", "profile", "purge_expired", "purge_traces",
+    "recall", "recall_timeout_ms", "recent_messages", "reclassify", "reembed", "remember",
+    "remove_document", "retrieve", "review_approve", "review_list", "review_reject", "search",
+    "search_by_vector", "search_documents", "sediment", "session_window", "set_state",
+    "space_id", "summarize_session", "task_end", "token_counter", "tool", "trace",
+    "trace_recall", "trace_retention_days", "trace_stats", "traces", "update", "update_state",
+}
+
+
+def test_no_old_name_is_lost() -> None:
+    assert len(BEFORE) == 72
+    kept = CORE | set(ALIASES) | set(PROPERTIES) | set(CALLABLE)
+    assert BEFORE - kept == set()
+    assert BEFORE <= public(MemoryStore)
+
+
 def family_attributes() -> dict[str, type]:
     """Every store attribute typed as returning a Family (the seven below, and any family a
     later change adds)."""
