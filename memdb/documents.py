@@ -27,17 +27,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
 from . import _sql
 from . import _validate as v
 from ._deprecated import call_alias
-from .ask import _FROM_ENV, MAX_K, MAX_QUESTION_CHARS, _reason
-from .ask._expand import EXPANSIONS, hypothetical_passage, rewrite_queries
-from .ask._models import AskResult, Expansion, Passage, RerankInfo, Retrieval
+from .ask import _FROM_ENV, MAX_K, MAX_QUESTION_CHARS, _steps
+from .ask._expand import EXPANSIONS
+from .ask._models import AskResult, Expansion, RerankInfo, Retrieval
 from .ask._prompt import build_messages, parse_citations, says_unknown, strip_citations
-from .ask._rerank import RERANKERS, LLMReranker, Reranker
-from .embeddings import embed_checked
+from .ask._rerank import RERANKERS, Reranker
 from .errors import Forbidden, InvalidInput
 from .family import Family
 from .filters import Filter
@@ -56,8 +53,7 @@ from .ingest import (
 )
 from .inputs import MemoryInput
 from .llm import ChatLLM, LLMError
-from .models import Category, Memory, SearchHit
-from .search import DEFAULT_OPTIONS
+from .models import Category, SearchHit
 
 __all__ = ["Documents"]
 
@@ -247,7 +243,7 @@ class Documents(Family):
         hits: list[SearchHit]
         if expand is not None:
             t0 = time.perf_counter()
-            expansion = self._expand(expand, chat, question, n_queries)
+            expansion = _steps.expand(expand, chat, question, n_queries)
             timings["expand_ms"] = round(1000 * (time.perf_counter() - t0), 1)
         t0 = time.perf_counter()
         if expansion is None:
@@ -260,18 +256,19 @@ class Documents(Family):
                             expansion.fallback)
                 hits = list(self._store.search(question, k=depth, filter=flt))
             else:
-                hits = self._search_fused(question, expansion, depth, flt, variant_weight, rrf_k)
+                hits = _steps.search_fused(self._store, question, expansion, depth, flt,
+                                           variant_weight, rrf_k)
         timings["search_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         rerank_info: RerankInfo | None = None
         if reranker is not None:
             t0 = time.perf_counter()
-            hits, rerank_info = self._rerank(reranker, chat, question, hits)
+            hits, rerank_info = _steps.rerank(reranker, chat, question, hits)
             timings["rerank_ms"] = round(1000 * (time.perf_counter() - t0), 1)
             if rerank_info.fallback is not None:
                 notes.append(f"rerank failed ({rerank_info.fallback}): kept the search order")
                 log.warning("rerank fell back to the search order: %s", rerank_info.fallback)
-        passages = self._passages(hits[:k])
+        passages = _steps.passages(hits[:k], self.citations([h.memory.id for h in hits[:k]]))
         timings["total_ms"] = round(1000 * (time.perf_counter() - started), 1)
         return Retrieval(question, passages, expansion, rerank_info, tuple(notes), timings)
 
@@ -355,93 +352,3 @@ class Documents(Family):
         if llm is not None and not callable(getattr(llm, "complete", None)):
             raise InvalidInput("llm must be a ChatLLM or None")
         return llm
-
-    def _expand(self, kind: str, chat: ChatLLM | None, question: str, n: int) -> Expansion:
-        """The variants of one expansion, or the reason there are none."""
-        if chat is None:
-            return Expansion(kind, fallback="no LLM configured (MEMDB_LLM_MODEL)")
-        try:
-            if kind == "mqe":
-                return Expansion(kind, tuple(rewrite_queries(chat, question, n)))
-            return Expansion(kind, (hypothetical_passage(chat, question),))
-        except LLMError as exc:
-            return Expansion(kind, fallback=str(exc))
-
-    def _search_fused(self, question: str, expansion: Expansion, k: int,
-                      flt: dict[str, Any], variant_weight: float,
-                      rrf_k: float) -> list[SearchHit]:
-        """The question and its variants searched and fused by weighted RRF in one SQL call
-        (``memdb.search_fused``); each hit's details hold every variant's rank and score."""
-        embedder = self._store.embedder
-        if expansion.kind == "mqe":
-            texts = [question, *expansion.variants]
-            vectors = list(embed_checked(embedder, texts, query=True))
-            variants: list[dict[str, Any]] = [{"query": question, "weight": 1.0}] + [
-                {"query": q, "weight": variant_weight} for q in expansion.variants]
-            names = ["question"] + [f"mqe{n}" for n in range(1, len(expansion.variants) + 1)]
-        else:  # hyde: the hypothetical passage is embedded as a passage, vector route only
-            vectors = [embed_checked(embedder, [question], query=True)[0],
-                       embed_checked(embedder, list(expansion.variants))[0]]
-            variants = [{"query": question, "weight": 1.0},
-                        {"query": None, "weight": variant_weight,
-                         "options": {"routes": ["vector"]}}]
-            names = ["question", "hyde"]
-        params = {"tenant": self._store.tenant, "variants": Jsonb(variants),
-                  "embeddings": vectors, "k": k, "filter": Jsonb(flt),
-                  "options": Jsonb(DEFAULT_OPTIONS.to_json()), "rrf_k": float(rrf_k),
-                  "depth": None}
-        with self._store._transaction() as conn:
-            rows = conn.execute(_sql.query("search_fused"), params).fetchall()
-        return [SearchHit(
-            memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
-            details={"fused": float(r["score"]), "variants": [
-                {"variant": name, "weight": var["weight"], "rank": rank, "score": score}
-                for name, var, rank, score in zip(names, variants, r["variant_ranks"],
-                                                  r["variant_scores"], strict=True)]})
-            for r in rows]
-
-    def _rerank(self, reranker: Reranker | str, chat: ChatLLM | None, question: str,
-                hits: list[SearchHit]) -> tuple[list[SearchHit], RerankInfo]:
-        """``hits`` reordered by the reranker's scores (stable for ties), or unchanged with
-        the reason when it fails."""
-        name = reranker if isinstance(reranker, str) else \
-            str(getattr(reranker, "name", type(reranker).__name__))
-        if not hits:
-            return hits, RerankInfo(name, 0)
-        if isinstance(reranker, str):
-            if chat is None:
-                return hits, RerankInfo(name, len(hits), "no LLM configured (MEMDB_LLM_MODEL)")
-            reranker = LLMReranker(chat)
-        try:
-            scores = [float(s) for s in reranker.rerank(question,
-                                                        [h.memory.content for h in hits])]
-            if len(scores) != len(hits) or not all(math.isfinite(s) for s in scores):
-                raise LLMError("bad_response",
-                               f"the reranker gave {len(scores)} scores for {len(hits)} passages"
-                               if len(scores) != len(hits) else "a score is not finite")
-        except Exception as exc:  # the hook may raise anything: keep the search order
-            return hits, RerankInfo(name, len(hits), _reason(exc))
-        order = sorted(range(len(hits)), key=lambda i: -scores[i])
-        out = []
-        for new_rank, i in enumerate(order, start=1):
-            h = hits[i]
-            out.append(SearchHit(memory=h.memory, score=h.score, rank=new_rank,
-                                 details={**h.details, "rerank_score": scores[i],
-                                          "rank_before_rerank": h.rank}))
-        return out, RerankInfo(name, len(hits))
-
-    def _passages(self, hits: Sequence[SearchHit]) -> tuple[Passage, ...]:
-        cites = self.citations([h.memory.id for h in hits])
-        out = []
-        for n, h in enumerate(hits, start=1):
-            m = h.memory
-            found = cites.get(str(m.id))
-            c = found[0][0] if found else None
-            out.append(Passage(
-                number=n, memory_id=str(m.id), text=m.content, score=h.score,
-                source_type=str(m.source_type), uri=c.uri if c else m.uri,
-                document_id=c.document_id if c else None, document_uri=c.uri if c else None,
-                title=c.title if c else None, heading_path=c.heading_path if c else (),
-                char_start=c.char_start if c else None, char_end=c.char_end if c else None,
-                details={**h.details, "search_rank": h.rank}))
-        return tuple(out)

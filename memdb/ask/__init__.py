@@ -32,11 +32,3 @@ __all__ = ["AskResult", "Retrieval", "Passage", "Expansion", "RerankInfo", "Rera
 _FROM_ENV: Any = object()  # llm= default: the LLM the environment configures (MEMDB_LLM_*)
 MAX_QUESTION_CHARS = 4000
 MAX_K = 50
-
-
-def _reason(exc: BaseException) -> str:
-    """Why a step failed, for notes and logs: memdb errors say it without quoting input;
-    anything else only by its type (its message might hold passage text)."""
-    from ..errors import MemdbError
-
-    return str(exc) if isinstance(exc, MemdbError) else type(exc).__name__
