@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from memdb.cli import cli
@@ -82,3 +83,29 @@ def test_old_commands_warn_on_stderr_and_still_work(fresh_db: str) -> None:
     assert json.loads(purge.stdout) == {"purged": 0}
     assert run(fresh_db, "trace", "--json").stderr.strip() == \
         "deprecated: use `memdb traces list`"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (["remove-document", "kb:none"], "documents remove"),
+    (["search-documents", "密钥"], "documents search"),
+    (["ask", "多久轮换一次密钥？", "--no-llm"], "documents ask"),
+    (["link", "--heuristic"], "graph link"),
+    (["stats"], "traces stats"),
+    (["trace", "--purge"], "traces purge` / `memdb traces erase"),
+    (["maintain", "--dry-run"], "maintenance run"),
+    (["reembed"], "maintenance reembed"),
+    (["pending-embeddings"], "maintenance pending"),
+    (["sediment", "--dry-run"], "maintenance sediment"),
+    (["classify", "--backfill", "--dry-run"], "maintenance reclassify"),
+    (["consolidate", "s1", "--dry-run"], "session consolidate"),
+    (["summarize", "s1", "--dry-run"], "session summarize"),
+    (["forget-subject", "nobody", "--dry-run"], "subject forget"),
+    (["export-subject", "nobody", "EXPORT"], "subject export"),
+])
+def test_every_old_command_still_runs(module_db: str, tmp_path, old: list[str],
+                                      new: str) -> None:
+    args = [str(tmp_path / "x.json") if a == "EXPORT" else a for a in old]
+    result = run(module_db, *args, "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0] == f"deprecated: use `memdb {new}`"
+    json.loads(result.stdout)
