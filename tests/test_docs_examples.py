@@ -13,6 +13,7 @@ their docs honest): an example that breaks fails here, named ``page:line``.
   must appear in the command's output (``...`` matches anything).
 * ```sql blocks run statement by statement on the page's database as its admin login (the
   functions take the tenant as their first argument; the admin is not confined).
+* Examples use the current names: a deprecated ``MemoryStore`` alias or CLI command fails.
 * A block that cannot run here says why on the line before its fence:
   ``<!-- docs-test: skip (needs Docker) -->``; ``test_skipped_examples_give_a_reason`` lists
   them.
@@ -37,6 +38,7 @@ import sys
 import tempfile
 import threading
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,7 @@ LANGS = {"python", "sql", *SHELL}
 MARK = re.compile(r"<!--\s*docs-test:\s*(skip|llm|embedded)\b\s*(.*?)\s*-->")
 ENV_PREFIXES = ("MEMDB_", "OPENAI_")
 BLOCK_TIMEOUT = 180  # seconds for one shell block
+DEPRECATED = "deprecated: use `memdb"  # what an old, hidden CLI command prints on stderr
 
 
 @dataclass
@@ -341,6 +344,8 @@ def run_shell(block: Block, page: Page, bin_dir: Path) -> None:
         line = md_line.get(int(where[0]), block.line) if where else block.line
         pytest.fail(f"{block.page}:{line}: exit status {proc.returncode}\n{report}")
     for n, (line, command, expected) in enumerate(_commands(block)):
+        assert DEPRECATED not in proc.stderr, (
+            f"{block.page}: a deprecated command (use the new name)\n{report}")
         for want in expected:
             assert _matches(want, outputs.get(n, "")), (
                 f"{block.page}:{line}: `{command}` did not print {want!r}\n{report}")
@@ -356,7 +361,11 @@ def _stop_embedded(home: str) -> None:
 
 def run_python(block: Block, page: Page) -> None:
     code = compile("\n" * (block.line - 1) + block.code, str(ROOT / block.page), "exec")
-    with canned_llm(block.llm, page.env) as env, environment(env, page.cwd):
+    with canned_llm(block.llm, page.env) as env, environment(env, page.cwd), \
+            warnings.catch_warnings():
+        # the docs use the current names, never a deprecated alias
+        warnings.filterwarnings("error", message=r"MemoryStore\.\w+ is deprecated",
+                                category=DeprecationWarning)
         exec(code, page.namespace)
 
 
