@@ -144,9 +144,14 @@ def pages(server_dsn: str, template_dsn: str, embedder) -> Any:
                 params = conninfo_to_dict(admin)
                 params["user"] = APP_LOGIN
                 params.pop("password", None)
+                app = make_conninfo(**params)
+                try:  # the embedded test server lets memdb_user in; a MEMDB_TEST_DSN server may not
+                    psycopg.connect(app).close()
+                except psycopg.OperationalError:
+                    app = admin
                 cwd = Path(tmp) / page.replace("/", "_")
                 cwd.mkdir()
-                env = {"MEMDB_DSN": make_conninfo(**params), "MEMDB_ADMIN_DSN": admin,
+                env = {"MEMDB_DSN": app, "MEMDB_ADMIN_DSN": admin,
                        "MEMDB_HOME": str(Path(tmp) / "home"), "MEMDB_EMBEDDER": "local"}
                 made[page] = Page(env, cwd, {"__name__": "__docs__"})
             return made[page]
