@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
+from .embeddings import embed_checked
 from .errors import InvalidInput
 
 __all__ = ["SUMMARY_TAG"]
@@ -52,7 +53,7 @@ def _write_direct(store: Any, items: list[dict[str, Any]], reason: str, conn: An
     sedimentation write this way, with their own provenance, not through ``add()``."""
     if not items:
         return []
-    vectors = list(store.embedder.embed_passages([i["content"] for i in items]))
+    vectors = list(embed_checked(store.embedder, [i["content"] for i in items]))
     params = {"items": Jsonb([{**i, "tenant": store.tenant} for i in items]),
               "embeddings": vectors, "space_id": store.space_id()}
     if conn is not None:

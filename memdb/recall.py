@@ -34,7 +34,7 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
-from .embeddings import check_vector
+from .embeddings import check_vector, embed_checked
 from .errors import DatabaseError, DatabaseUnavailable, InvalidInput
 from .filters import Filter
 from .models import Memory, SearchHit
@@ -195,7 +195,7 @@ class RecallMixin:
                 vectors[query] = check_vector(embedding, dims)
             missing = [t for t in dict.fromkeys(texts) if t not in vectors]
             if missing:
-                for t, vec in zip(missing, self.embedder.embed_queries(missing),  # type: ignore[attr-defined]
+                for t, vec in zip(missing, embed_checked(self.embedder, missing, query=True),  # type: ignore[attr-defined]
                                   strict=True):
                     vectors[t] = vec
         embeddings = [vectors[t] for t in texts] if use_vector else None

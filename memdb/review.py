@@ -15,6 +15,7 @@ from uuid import UUID
 
 from . import _sql
 from . import _validate as v
+from .embeddings import embed_checked
 from .errors import InvalidInput, NotFound
 from .family import Family
 from .lifecycle import _limit, _uuid
@@ -47,7 +48,7 @@ class Review(Family):
                                {"tenant": self._store.tenant, "id": rid}).fetchone()
         if row is None:
             raise NotFound(f"no review entry {rid}")
-        vector = self._store.embedder.embed_passages([row["content"]])[0]
+        vector = embed_checked(self._store.embedder, [row["content"]])[0]
         with self._store._transaction() as conn:
             self._store._begin(conn, "review approved")
             return self._decide(conn, "review_approve", {

@@ -460,7 +460,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                 state = getattr(exc.__cause__, "sqlstate", None)
                 if state not in _RETRY_STATES or attempt + 1 == _WRITE_ATTEMPTS:
                     raise
-                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+                _bridge.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         return [_result(row, decision, dry_run, deferred=n in deferred)
                 for n, (row, (_item, decision)) in enumerate(zip(rows, todo, strict=True))]
 

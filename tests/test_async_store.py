@@ -239,3 +239,18 @@ def test_sync_code_cannot_reach_the_async_pool_by_accident(fresh_db, embedder):
     with pytest.raises(RuntimeError, match="async driver"):
         core.get("00000000-0000-0000-0000-000000000000")
     functools.partial(core.db.close)()
+
+
+def test_every_embedding_goes_through_the_checked_bridge():
+    """Library code embeds only through embeddings.embed_checked (checked vectors; the local
+    model off the loop under the async driver), never by calling an embedder directly."""
+    allowed = {"embeddings.py", "demo.py"}  # the embedders themselves; the demo's warm-up
+    direct = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name in allowed or "evaluation" in path.parts:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if ".embed_passages(" in line or ".embed_queries(" in line:
+                if "def embed_" not in line:
+                    direct.append(f"{path.relative_to(PACKAGE)}:{number}")
+    assert direct == []

@@ -25,7 +25,8 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from .. import _sql
+from .. import _bridge, _sql
+from ..embeddings import embed_checked
 from ..errors import EmbeddingError, Forbidden, InvalidInput, MissingDependency, translate
 from ._chunker import Chunk, ChunkOptions, chunk_text
 from ._readers import FileProblem, extract, format_for, read_regular
@@ -238,13 +239,13 @@ class _Run:
         delay = self.s.backoff
         for attempt in range(self.s.embed_attempts):
             try:
-                return self.store.embedder.embed_passages(texts)
+                return embed_checked(self.store.embedder, texts)
             except Exception as exc:  # noqa: BLE001 - any provider failure is retried
                 if attempt + 1 == self.s.embed_attempts:
                     if isinstance(exc, EmbeddingError):
                         raise
                     raise EmbeddingError(f"{type(exc).__name__}: {exc}") from exc
-                time.sleep(delay * (1 + random.random() * 0.1))
+                _bridge.sleep(delay * (1 + random.random() * 0.1))
                 delay *= 2
         raise AssertionError("unreachable")
 
@@ -288,7 +289,7 @@ class _Run:
             ok = []
             for p in batch:  # find the documents that fail on their own; keep the rest
                 try:
-                    self._fill(p, self.store.embedder.embed_passages(
+                    self._fill(p, embed_checked(self.store.embedder,
                         [self._embedding_text(p.items[n]) for n in p.to_embed]))
                     p.embedded = len(p.to_embed)
                     ok.append(p)
@@ -361,7 +362,7 @@ class _Run:
                         except EmbeddingError as emb:
                             return FileResult(p.source.uri, "error", error_kind="embedding",
                                               error=str(emb), size=p.document["size"])
-                    time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+                    _bridge.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
                     continue
                 error = translate(exc)
                 kind = "forbidden" if isinstance(error, Forbidden) else "database"
