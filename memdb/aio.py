@@ -58,6 +58,11 @@ class _Facade:
             return object.__new__(async_class(type(value)))._bind(value, self._root)
         return value
 
+    def __dir__(self) -> list[str]:
+        hidden = getattr(self._sync, "_hidden_names", frozenset())
+        forwarded = [n for n in vars(self._sync) if not n.startswith("_")]
+        return [n for n in {*super().__dir__(), *forwarded} if n not in hidden]
+
     def __getattr__(self, name: str) -> Any:
         """The sync object's public instance attributes (tenant, subject, gate, db...)."""
         if name.startswith("_"):

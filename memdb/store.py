@@ -189,6 +189,13 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             raise InvalidInput(f"gate must be a WritePolicy or None, got {type(gate).__name__}")
         self.gate = gate
 
+    # The deprecated aliases work but are left out of dir(store), which shows the core verbs
+    # and the families (the shape of the product).
+    _hidden_names = frozenset(_deprecated.ALIASES) | frozenset(_deprecated.PROPERTIES)
+
+    def __dir__(self) -> list[str]:
+        return [n for n in super().__dir__() if n not in self._hidden_names]
+
     def __repr__(self) -> str:  # the DSN without its password; never an API key
         return (f"MemoryStore(tenant={self.tenant!r}, subject={self.subject!r}, db={self.db!r}, "
                 f"embedder={self._embedder!r}, on_embedding_error={self.on_embedding_error!r})")
