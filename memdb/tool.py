@@ -36,8 +36,8 @@ from ._extract import score_importance
 from .errors import InvalidInput, MemdbError
 from .models import Category, Kind
 
-__all__ = ["TOOL_NAME", "TOOL_DESCRIPTION", "TOOL_PARAMETERS", "ACTIONS", "tool_schema",
-           "MemoryTool"]
+__all__ = ["TOOL_NAME", "TOOL_DESCRIPTION", "TOOL_PARAMETERS", "ACTIONS", "ACTION_DESCRIPTIONS",
+           "PROPERTIES", "STORE_ADVICE", "action_parameters", "tool_schema", "MemoryTool"]
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +48,24 @@ MAX_ARGUMENTS_BYTES = 64_000  # the raw arguments string
 MAX_RESULT_CHARS = 400  # each memory's content in a result is cut to this
 _SOURCES = ("user_statement", "model_inference")
 
+# What each action does and takes: one source for the OpenAI tool's description (below) and
+# the MCP server's tools (memdb.mcp), which share the parameter schemas too (action_parameters).
+ACTION_DESCRIPTIONS: dict[str, str] = {
+    "add": "store a durable fact, preference, rule or event: content, optional category, kind, "
+           "importance 0-1, tags, source 'user_statement' if the user said it or "
+           "'model_inference' if you concluded it",
+    "search": "query, optional k 1-20, category",
+    "update": "id, and content/importance/category/tags to change; reason",
+    "remove": "id; reason",
+    "summary": "counts by kind and category and the most important memories; optional k",
+    "forget": "drop memories with importance below threshold 0-0.5; dry_run to preview",
+    "consolidate": "session_id: keep the session's important working memories long-term",
+}
+STORE_ADVICE = "Store only what will matter in future conversations; never store secrets."
+
 TOOL_DESCRIPTION = (
     "Long-term memory about the user and the work. Actions: "
-    "add (store a durable fact, preference, rule or event: content, optional category, kind, "
-    "importance 0-1, tags, source 'user_statement' if the user said it or 'model_inference' "
-    "if you concluded it); "
-    "search (query, optional k 1-20, category); "
-    "update (id, and content/importance/category/tags to change; reason); "
-    "remove (id; reason); "
-    "summary (counts by kind and category and the most important memories; optional k); "
-    "forget (drop memories with importance below threshold 0-0.5; dry_run to preview); "
-    "consolidate (session_id: keep the session's important working memories long-term). "
-    "Store only what will matter in future conversations; never store secrets.")
+    + "; ".join(f"{a} ({ACTION_DESCRIPTIONS[a]})" for a in ACTIONS) + ". " + STORE_ADVICE)
 
 TOOL_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -113,6 +119,19 @@ _ALLOWED: dict[str, frozenset[str]] = {
 }
 _REQUIRED = {"add": ("content",), "search": ("query",), "update": ("id",), "remove": ("id",),
              "consolidate": ("session_id",)}
+PROPERTIES: dict[str, Any] = TOOL_PARAMETERS["properties"]
+
+
+def action_parameters(action: str) -> dict[str, Any]:
+    """The JSON Schema of one action's arguments (a fresh copy): the same property schemas
+    as :data:`TOOL_PARAMETERS`, only those the action takes, its required ones required (the
+    MCP server's tools are built from these)."""
+    if action not in ACTIONS:
+        raise InvalidInput(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+    props = {k: json.loads(json.dumps(PROPERTIES[k])) for k in PROPERTIES
+             if k in _ALLOWED[action]}
+    return {"type": "object", "properties": props, "required": list(_REQUIRED.get(action, ())),
+            "additionalProperties": False}
 
 
 def tool_schema(format: str = "openai", *, name: str = TOOL_NAME) -> dict[str, Any]:
