@@ -19,6 +19,7 @@ from . import (  # noqa: F401  (registers the commands)
     graph,
     ingest,
     lifecycle,
+    mcp,
     memories,
     meta,
     planner,

@@ -1,0 +1,331 @@
+"""The MCP door (``memdb mcp``), driven by the MCP SDK's own client over both transports.
+
+stdio: ``stdio_client`` spawns the ``memdb mcp`` console script (a real subprocess on a test
+database); streamable HTTP: ``streamable_http_client`` against the app served by uvicorn on a
+loopback port. Nothing calls the handlers directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from memdb.mcp import TOOLS, Scope, input_schema, streamable_http_app
+from memdb.tool import ACTION_DESCRIPTIONS, PROPERTIES
+
+SCRIPT = str(Path(sys.executable).with_name("memdb"))
+
+
+# -- helpers ------------------------------------------------------------------------------
+@asynccontextmanager
+async def stdio_session(dsn: str, *args: str):
+    params = StdioServerParameters(command=SCRIPT, args=["mcp", *args],
+                                   env={"MEMDB_DSN": dsn, "OMP_NUM_THREADS": "1"})
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, key: str | None):
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
+        async with streamable_http_client(url, http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """The tool's structured result; fails the test on a tool error."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    body = json.loads(result.content[0].text)
+    assert body == result.structured_content
+    return body
+
+
+async def error(session: ClientSession, tool: str, arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)["error"]
+
+
+def run(scenario: Any, *args: Any) -> Any:
+    return anyio.run(scenario, *args)
+
+
+# -- the shared schema source -------------------------------------------------------------
+def test_tools_share_the_memory_tools_descriptions_and_schemas() -> None:
+    by_action = {t.action: t for t in TOOLS if t.action}
+    assert set(by_action) == {"add", "search", "update", "remove"}
+    for spec in by_action.values():
+        assert ACTION_DESCRIPTIONS[spec.action] in spec.description
+        for name, schema in spec.schema["properties"].items():
+            if name in PROPERTIES:
+                assert schema == PROPERTIES[name], (spec.name, name)
+    assert set(by_action["add"].schema["properties"]) >= {"content", "category", "kind",
+                                                          "importance", "tags", "source"}
+    # every tool takes only what it lists; no tool anywhere takes a tenant
+    for spec in TOOLS:
+        for confined in (True, False):
+            schema = input_schema(spec, confined=confined)
+            assert schema["additionalProperties"] is False
+            assert "tenant" not in schema["properties"]
+            assert ("subject" in schema["properties"]) is (spec.subject and not confined)
+
+
+# -- stdio --------------------------------------------------------------------------------
+def test_stdio_round_trip_in_chinese_and_english(module_db: str) -> None:
+    tenant = f"mcp_{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        async with stdio_session(module_db, "--tenant", tenant, "--subject", "alice") as s:
+            listed = (await s.list_tools()).tools
+            assert [t.name for t in listed] == [t.name for t in TOOLS]
+            for tool, spec in zip(listed, TOOLS, strict=True):
+                assert tool.input_schema == input_schema(spec, confined=True)
+                assert tool.description == spec.description
+
+            tea = await call(s, "remember", content="Alice prefers green tea in the morning",
+                             category="preferences")
+            zh = await call(s, "remember", content="爱丽丝对花生过敏，不能吃花生酱",
+                            importance=0.9)
+            assert tea["outcome"] == "created" and zh["outcome"] == "created"
+
+            hits = (await call(s, "search", query="what does Alice drink?", k=3))["results"]
+            assert hits[0]["id"] == tea["id"]
+            hits = (await call(s, "search", query="花生过敏", k=3))["results"]
+            assert hits[0]["id"] == zh["id"]
+            recalled = await call(s, "recall", query="Alice 喜欢喝什么茶?",
+                                  categories=["preferences"])
+            assert recalled["status"] == "ok" and recalled["results"][0]["id"] == tea["id"]
+
+            memory = (await call(s, "get", memory=tea["id"]))["memory"]
+            assert memory["subject"] == "alice" and memory["tenant"] == tenant
+            by_uri = (await call(s, "get", memory=memory["uri"]))["memory"]
+            assert by_uri["id"] == tea["id"]
+
+            updated = await call(s, "update", id=tea["id"],
+                                 content="Alice prefers oolong tea in the morning",
+                                 reason="she said so")
+            assert updated["version"] == 2
+            assert "oolong" in (await call(s, "get", memory=tea["id"]))["memory"]["content"]
+
+            built = await call(s, "context", query="what should I serve Alice?",
+                               budget_tokens=300)
+            assert built["tokens"] <= 300 and tea["id"] in built["memory_ids"]
+
+            # resources: the profile and a memory by its URI
+            templates = (await s.list_resource_templates()).resource_templates
+            assert {t.uri_template for t in templates} == {
+                "memdb://profile/{subject}", "mem://{subject}/{category}/{id}"}
+            listed_resources = (await s.list_resources()).resources
+            assert [str(r.uri) for r in listed_resources] == ["memdb://profile/alice"]
+            profile = json.loads((await s.read_resource("memdb://profile/alice"))
+                                 .contents[0].text)
+            assert any("oolong" in item["content"] for item in profile["preferences"])
+            read = json.loads((await s.read_resource(memory["uri"])).contents[0].text)
+            assert read["id"] == tea["id"]
+            with pytest.raises(Exception, match="confined to subject"):
+                await s.read_resource("memdb://profile/bob")
+
+            removed = await call(s, "forget", id=zh["id"], reason="user asked")
+            assert removed == {"id": zh["id"], "removed": True}
+            assert (await error(s, "get", {"memory": zh["id"]}))["type"] == "NotFound"
+            left = (await call(s, "search", query="花生过敏"))["results"]
+            assert zh["id"] not in [r["id"] for r in left]
+
+    run(scenario)
+
+
+def test_stdio_bad_calls_are_tool_errors_and_the_server_keeps_serving(module_db: str) -> None:
+    tenant = f"mcp_{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        async with stdio_session(module_db, "--tenant", tenant, "--subject", "carol") as s:
+            bad = [
+                ("search", {"query": "tea", "k": "five"}, "k"),
+                ("search", {"query": "tea", "k": 500}, "500"),
+                ("remember", {}, "content"),
+                ("remember", {"content": "x", "tenant": "other"}, "tenant"),
+                ("remember", {"content": "x", "subject": "mallory"}, "subject"),
+                ("update", {"id": "not-a-uuid", "content": "y"}, "uuid"),
+                ("forget", {"erase_subject": True, "confirm": "someone-else"}, "confirm"),
+                ("recall", {"query": "q", "uri_prefix": "http://x"}, "mem://"),
+                ("no_such_tool", {}, "unknown tool"),
+            ]
+            for tool, arguments, mentioned in bad:
+                err = await error(s, tool, arguments)
+                assert err["type"] == "InvalidInput", (tool, err)
+                assert mentioned in err["message"], (tool, err)
+            missing = str(uuid.uuid4())
+            assert (await error(s, "get", {"memory": missing}))["type"] == "NotFound"
+            assert (await error(s, "update", {"id": missing, "content": "z"}))["type"] == \
+                "NotFound"
+            # after all that, the same session still works
+            ok = await call(s, "remember", content="Carol writes her notes in Markdown")
+            assert ok["outcome"] == "created"
+
+    run(scenario)
+
+
+def test_stdio_tenant_wide_server_takes_a_subject_and_erases_one_only_when_confirmed(
+        module_db: str) -> None:
+    tenant = f"mcp_{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        async with stdio_session(module_db, "--tenant", tenant) as s:
+            listed = {t.name: t for t in (await s.list_tools()).tools}
+            assert "subject" in listed["remember"].input_schema["properties"]
+            assert (await s.list_resources()).resources == []
+            bob = await call(s, "remember", subject="bob", content="Bob runs every Sunday",
+                             kind="episodic")
+            await call(s, "remember", subject="dave", content="Dave plays the cello")
+            assert not (await call(s, "search", subject="dave", query="running"))["results"] \
+                or all(r["id"] != bob["id"] for r in
+                       (await call(s, "search", subject="dave", query="running"))["results"])
+            # a memory of bob's is not dave's to update or forget
+            err = await error(s, "forget", {"subject": "dave", "id": bob["id"]})
+            assert err["type"] == "NotFound"
+            err = await error(s, "forget", {"subject": "bob", "erase_subject": True})
+            assert "confirm" in err["message"]
+            erased = await call(s, "forget", subject="bob", erase_subject=True, confirm="bob")
+            assert erased["erased_subject"] == "bob" and erased["counts"]["memories"] == 1
+            assert not (await call(s, "search", subject="bob", query="Sunday"))["results"]
+            assert (await call(s, "search", subject="dave", query="cello"))["results"]
+
+            doc = await call(s, "add_document", subject="dave", document_id="cello-care.md",
+                             text="# Cello care\n\nLoosen the bow hair after playing. "
+                                  "琴弓用完后要放松弓毛。")
+            assert doc["counts"] == {"created": 1}
+            answer = await call(s, "ask", subject="dave", question="What to do with the bow?",
+                                k=2)
+            assert answer["passages"] and "bow" in answer["passages"][0]["text"].lower()
+
+    run(scenario)
+
+
+# -- streamable HTTP ----------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Served:
+    """An ASGI app served by uvicorn on a loopback port, in a thread of this process."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="warning", lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Served:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline and self.thread.is_alive(), "no server"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+
+KEYS = {"key-acme": Scope("acme_mcp"), "key-globex": Scope("globex_mcp"),
+        "key-acme-erin": Scope("acme_mcp", "erin")}
+
+
+@pytest.fixture(scope="module")
+def served(module_db: str, embedder: Any) -> Iterator[Served]:
+    app = streamable_http_app(dsn=module_db, authenticate=KEYS.get, embedder=embedder)
+    with Served(app) as served:
+        yield served
+
+
+def test_http_two_tenants_at_once_each_sees_only_its_own(served: Served) -> None:
+    async def tenant(key: str, fact: str, other: str) -> dict[str, Any]:
+        async with http_session(served.url, key) as s:
+            mine = await call(s, "remember", subject="zoe", content=fact)
+            await anyio.sleep(0.2)  # both written before either searches
+            found = (await call(s, "search", subject="zoe", query=other, k=5))["results"]
+            assert all(other.split()[-1] not in r["content"] for r in found)
+            assert [r["id"] for r in (await call(s, "search", subject="zoe",
+                                                 query=fact, k=5))["results"]] == [mine["id"]]
+            return mine
+
+    async def scenario() -> None:
+        results: dict[str, Any] = {}
+
+        async def one(key: str, fact: str, other: str) -> None:
+            results[key] = await tenant(key, fact, other)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, "key-acme", "Zoe's locker code is in the acme wiki",
+                          "Zoe's favourite city is Lisbon")
+            tg.start_soon(one, "key-globex", "Zoe's favourite city is Lisbon",
+                          "Zoe's locker code is in the acme wiki")
+        # neither key reaches the other tenant's memory, by id or by URI
+        async with http_session(served.url, "key-globex") as s:
+            err = await error(s, "get", {"memory": results["key-acme"]["id"]})
+            assert err["type"] == "NotFound"
+            err = await error(s, "forget", {"subject": "zoe", "id": results["key-acme"]["id"]})
+            assert err["type"] == "NotFound"
+            with pytest.raises(Exception, match="NotFound"):
+                await s.read_resource(f"mem://zoe/general/{results['key-acme']['id']}")
+        # a key bound to a subject: no subject argument, only its own rows
+        async with http_session(served.url, "key-acme-erin") as s:
+            listed = {t.name: t for t in (await s.list_tools()).tools}
+            assert "subject" not in listed["search"].input_schema["properties"]
+            assert (await error(s, "search", {"query": "locker", "subject": "zoe"}))[
+                "type"] == "InvalidInput"
+            assert not (await call(s, "search", query="locker code"))["results"]
+            assert (await error(s, "get", {"memory": results["key-acme"]["id"]}))[
+                "type"] == "NotFound"
+
+    run(scenario)
+
+
+def test_http_wrong_or_missing_key_is_401_and_never_echoed(served: Served) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    for headers in ({}, {"Authorization": "Bearer key-nobody"},
+                    {"Authorization": "Basic a2V5LWFjbWU="}):
+        response = httpx2.post(served.url, json=body, headers={
+            **headers, "Accept": "application/json, text/event-stream"}, timeout=30)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        assert response.json()["error"]["type"] == "Unauthorized"
+        assert "key-nobody" not in response.text
+
+    async def scenario() -> None:
+        with pytest.raises(Exception):  # noqa: B017 (the SDK's error for a 401 is its own)
+            with anyio.fail_after(30):
+                async with http_session(served.url, "key-nobody") as s:
+                    await s.list_tools()
+        async with http_session(served.url, "key-acme") as s:  # the server still serves
+            assert (await s.list_tools()).tools
+
+    run(scenario)
