@@ -86,7 +86,10 @@ def test_the_store_has_families_and_only_named_methods_skip_the_loop():
 def test_operations_are_written_once():
     """No sync/async twins in memdb/: coroutines are defined only by the bridge and the
     derivation (the async classes have no hand-written operation bodies)."""
-    allowed = {"_bridge.py", "_async_pg.py", "aio.py"}
+    allowed = {"_bridge.py", "_async_pg.py", "aio.py",
+               # BaseStore's abstract abatch must be a coroutine: it delegates the one
+               # batch body to _bridge.run (AsyncMemdbStore) or a thread (MemdbStore)
+               "langgraph.py"}
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

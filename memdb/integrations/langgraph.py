@@ -1,0 +1,399 @@
+"""LangGraph's long-term memory store on memdb: :class:`MemdbStore` and :class:`AsyncMemdbStore`
+implement ``langgraph.store.base.BaseStore`` (``pip install 'memdb[langgraph]'``).
+
+>>> store = MemdbStore(tenant="acme")                                   # doctest: +SKIP
+>>> store.put(("users", "alice"), "drink", {"text": "Alice prefers green tea"})
+>>> store.search(("users",), query="what does alice drink?")[0].key
+'drink'
+
+Mapping (docs/langgraph.md): the tenant (and subject, default ``"langgraph"``, and category,
+default ``"general"``) are fixed by the store's configuration, never by a namespace; a
+namespace and key become the memory's URI ``mem://{subject}/{category}/ns/{labels...}/={key}``
+(:mod:`memdb.integrations._langgraph_map`); the value is its ``metadata``, exactly; the text of
+the value (the ``index`` fields, default all of it) is its ``content``. A put of an existing
+key updates that memory in place (version, history row), so ``created_at`` stays and
+``updated_at`` moves. ``search(query=...)`` is memdb's hybrid search (vector + BM25 + exact,
+fused), confined to the namespace prefix by a URI-prefix filter inside the SQL scan.
+Puts bypass memdb's write gate: a key-value store keeps what it is given.
+
+The operations are written once, in :meth:`MemdbStore._batch`; :class:`AsyncMemdbStore` runs
+the same body on :class:`memdb.AsyncMemoryStore`'s async driver (:func:`memdb._bridge.run`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from .. import _bridge, _sql
+from .. import _validate as v
+from ..aio import AsyncMemoryStore
+from ..embeddings import Embedder
+from ..errors import InvalidInput, MemdbError, MissingDependency
+from ..models import Category, Memory
+from ..store import MAX_K, MemoryStore
+from . import _langgraph_map as lg
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        validate_op_namespace,
+    )
+except ImportError as exc:  # pragma: no cover (the extra is installed in dev)
+    raise MissingDependency("memdb.integrations.langgraph needs LangGraph: "
+                            "pip install 'memdb[langgraph]'") from exc
+
+__all__ = ["MemdbStore", "AsyncMemdbStore"]
+
+_PAGE = 200  # rows per page when a filter must be checked beyond SQL
+
+
+def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
+    path = tuple(cond.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = (zip(namespace, path, strict=False) if cond.match_type == "prefix"
+             else zip(reversed(namespace), reversed(path), strict=False))
+    if cond.match_type not in ("prefix", "suffix"):
+        raise InvalidInput(f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+class MemdbStore(BaseStore):
+    """LangGraph's ``BaseStore`` over one memdb tenant (and subject): items are memories.
+
+    ``dsn``, ``tenant``, ``embedder``, ``pool_size``: as :class:`memdb.MemoryStore`'s (default
+    the embedded server and the local embedder); or pass ``store``, a MemoryStore of your own
+    (its subject, if it has one, wins). ``subject`` and ``category``: where the items live in
+    memdb. ``index``: LangGraph's index config; its ``fields`` choose the text that is
+    searched (default the whole value); memdb embeds with its own embedder, so ``embed`` and
+    ``dims`` are refused (pass ``embedder=``). ``ttl``: LangGraph's TTL config
+    (``default_ttl`` minutes, ``refresh_on_read``); expired items are never returned.
+    """
+
+    supports_ttl = True
+
+    def __init__(self, dsn: str | None = None, *, tenant: str = "default",
+                 subject: str = "langgraph", category: str = "general",
+                 embedder: Embedder | None = None, index: dict[str, Any] | None = None,
+                 ttl: dict[str, Any] | None = None, store: MemoryStore | None = None,
+                 pool_size: int = 4) -> None:
+        subject = v.name(subject, "subject")
+        if store is None:
+            store = MemoryStore(dsn, tenant=tenant, subject=subject, embedder=embedder,
+                                gate=None, pool_size=pool_size)
+            self._owns = True
+        elif not isinstance(store, MemoryStore):
+            raise InvalidInput(f"store must be a MemoryStore, got {type(store).__name__}")
+        else:
+            self._owns = False
+        self._mem = store
+        self._configure(store.subject or subject, category, index, ttl)
+
+    def _configure(self, subject: str, category: str, index: dict[str, Any] | None,
+                   ttl: dict[str, Any] | None) -> None:
+        self.subject = subject
+        self.category = v.choice(category, Category, "category").value
+        self._root = lg.root(self.subject, self.category)
+        self.index_fields: list[str] | None = None
+        if index is not None:
+            if not isinstance(index, dict):
+                raise InvalidInput("index must be a dict (LangGraph's IndexConfig)")
+            if "embed" in index or "dims" in index:
+                raise InvalidInput("memdb embeds with its own embedder: pass embedder= "
+                                   "(a memdb Embedder) instead of index['embed'] / ['dims']")
+            fields = index.get("fields")
+            if fields is not None and (not isinstance(fields, list)
+                                       or not all(isinstance(f, str) for f in fields)):
+                raise InvalidInput("index['fields'] must be a list of JSON paths")
+            self.index_fields = fields
+        if ttl is not None:
+            if not isinstance(ttl, dict):
+                raise InvalidInput("ttl must be a dict (LangGraph's TTLConfig)")
+            if ttl.get("default_ttl") is not None:
+                self._ttl_seconds(ttl["default_ttl"])
+        self.ttl_config = ttl
+
+    @property
+    def tenant(self) -> str:
+        return self._mem.tenant
+
+    @property
+    def memory_store(self) -> MemoryStore:
+        """The memdb store underneath (history, recall, maintenance of the same rows)."""
+        return self._mem
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(tenant={self.tenant!r}, subject={self.subject!r}, "
+                f"category={self.category!r})")
+
+    # -- the two entry points LangGraph calls ------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._batch(list(ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        # the synchronous store's driver blocks: run it off the event loop
+        return await asyncio.to_thread(self._batch, list(ops))
+
+    def close(self) -> None:
+        """Close the connection pool (only if this store opened it)."""
+        if self._owns:
+            self._mem.close()
+
+    def __enter__(self) -> MemdbStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the operations, written once ----------------------------------------------------------
+    def _batch(self, ops: list[Op]) -> list[Result]:
+        """Reads in op order, then the puts (the last put of a key wins), as LangGraph's own
+        stores do."""
+        for op in ops:
+            if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+                raise InvalidInput(f"not a LangGraph store operation: {type(op).__name__}")
+            validate_op_namespace(op)
+        results: list[Result] = [None] * len(ops)
+        refresh: dict[Any, float] = {}
+        gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+        if gets:
+            rows = self._rows([lg.item_uri(self._root, tuple(op.namespace), str(op.key))
+                               for _, op in gets])
+            for (i, op), uri in zip(gets, [lg.item_uri(self._root, tuple(o.namespace),
+                                                       str(o.key)) for _, o in gets],
+                                    strict=True):
+                row = rows.get(uri)
+                if row is not None and not row["expired"]:
+                    memory = Memory.from_row(row)
+                    results[i] = self._item(memory)
+                    self._note_read(memory, op.refresh_ttl, refresh)
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, SearchOp):
+                results[i] = self._search(op, refresh)
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = self._namespaces(op)
+            elif isinstance(op, PutOp):
+                puts[(tuple(op.namespace), str(op.key))] = op
+        if refresh:
+            self._refresh(refresh)
+        if puts:
+            self._put(list(puts.values()))
+        return results
+
+    def _item(self, memory: Memory, score: float | None = None, *,
+              search: bool = False) -> Item:
+        namespace, key = lg.parse_uri(self._root, memory.uri)
+        if search:
+            return SearchItem(namespace=namespace, key=key, value=memory.metadata,
+                              created_at=memory.created_at, updated_at=memory.updated_at,
+                              score=score)
+        return Item(value=memory.metadata, key=key, namespace=namespace,
+                    created_at=memory.created_at, updated_at=memory.updated_at)
+
+    @staticmethod
+    def _ttl_seconds(minutes: Any) -> float:
+        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) \
+                or not minutes > 0 or minutes == float("inf"):
+            raise InvalidInput(f"ttl must be a positive number of minutes, got {minutes!r}")
+        return float(minutes) * 60.0
+
+    def _note_read(self, memory: Memory, refresh_ttl: bool, refresh: dict[Any, float]) -> None:
+        minutes = lg.ttl_of(memory.tags)
+        if refresh_ttl and minutes is not None:
+            refresh[memory.id] = minutes * 60.0
+
+    def _rows(self, uris: list[str]) -> dict[str, dict[str, Any]]:
+        """The newest current row at each item URI (expired ones flagged)."""
+        with self._mem._transaction() as conn:
+            rows = conn.execute(_sql.query("langgraph_get"), {
+                "tenant": self.tenant, "subject": self.subject, "category": self.category,
+                "uris": sorted(set(uris))}).fetchall()
+        found: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            found.setdefault(row["uri"], row)
+        return found
+
+    def _search(self, op: SearchOp, refresh: dict[Any, float]) -> list[SearchItem]:
+        v.offset(op.offset)
+        if not isinstance(op.limit, int) or isinstance(op.limit, bool) or op.limit < 0:
+            raise InvalidInput(f"limit must be a non-negative integer, got {op.limit!r}")
+        if op.limit == 0:
+            return []
+        flt: dict[str, Any] = {"subject": self.subject, "category": self.category,
+                               "uri_prefix": lg.prefix_uri(self._root,
+                                                           tuple(op.namespace_prefix))}
+        in_sql = lg.sql_filter(op.filter)
+        if in_sql:
+            flt["metadata"] = in_sql
+        # SQL's containment narrows; every condition is then checked exactly here
+        exact = bool(op.filter)
+        want = op.offset + op.limit
+        if op.query:
+            k = min(MAX_K, want * 4 + 10 if exact else want)
+            hits = self._mem.search(op.query, k=k, filter=flt)
+            found = [(h.memory, h.score) for h in hits
+                     if lg.matches(h.memory.metadata, op.filter)]
+            chosen: list[tuple[Memory, float | None]] = found[op.offset:want]
+        elif not exact:  # SQL decides the filter: one page at the offset
+            chosen = [(m, None) for m in self._mem.list(flt, limit=op.limit, offset=op.offset)]
+        else:  # page through, checking the conditions SQL could not
+            matched: list[Memory] = []
+            start = 0
+            while len(matched) < want:
+                rows = self._mem.list(flt, limit=_PAGE, offset=start)
+                matched += [m for m in rows if lg.matches(m.metadata, op.filter)]
+                if len(rows) < _PAGE:
+                    break
+                start += _PAGE
+            chosen = [(m, None) for m in matched[op.offset:want]]
+        for memory, _score in chosen:
+            self._note_read(memory, op.refresh_ttl, refresh)
+        return [self._item(m, s, search=True) for m, s in chosen]
+
+    def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        v.offset(op.offset)
+        if not isinstance(op.limit, int) or isinstance(op.limit, bool) or op.limit < 0:
+            raise InvalidInput(f"limit must be a non-negative integer, got {op.limit!r}")
+        if op.max_depth is not None and (not isinstance(op.max_depth, int)
+                                         or op.max_depth < 1):
+            raise InvalidInput(f"max_depth must be a positive integer, got {op.max_depth!r}")
+        with self._mem._transaction() as conn:
+            rows = conn.execute(_sql.query("langgraph_namespaces"), {
+                "tenant": self.tenant, "subject": self.subject, "category": self.category,
+                "root": self._root}).fetchall()
+        spaces = [lg.namespace_of(self._root, r["prefix"]) for r in rows]
+        conditions = op.match_conditions or ()
+        spaces = [ns for ns in spaces if all(_matches_condition(ns, c) for c in conditions)]
+        if op.max_depth is not None:
+            spaces = [ns[:op.max_depth] for ns in spaces]
+        return sorted(set(spaces))[op.offset:op.offset + op.limit]
+
+    def _refresh(self, refresh: dict[Any, float]) -> None:
+        with self._mem._transaction() as conn:
+            self._mem._begin(conn, "langgraph: TTL refreshed on read")
+            conn.execute(_sql.query("langgraph_refresh_ttl"), {
+                "tenant": self.tenant, "ids": list(refresh), "secs": list(refresh.values())})
+
+    def _put(self, ops: list[PutOp]) -> None:
+        uris = [lg.item_uri(self._root, tuple(op.namespace), str(op.key)) for op in ops]
+        for op in ops:
+            if op.value is not None:
+                if not isinstance(op.namespace, tuple) or not op.namespace:
+                    raise InvalidInput("a namespace is a non-empty tuple of strings")
+                if op.namespace[0] == "langgraph":
+                    raise InvalidInput('a namespace cannot start with "langgraph"')
+                if not isinstance(op.value, dict):
+                    raise InvalidInput(f"a value must be a dict, got {type(op.value).__name__}")
+                if op.ttl is not None:
+                    self._ttl_seconds(op.ttl)
+                v.metadata(dict(op.value), "value")
+        existing = self._rows(uris)
+        new: list[dict[str, Any]] = []
+        for op, uri in zip(ops, uris, strict=True):
+            row = existing.get(uri)
+            if row is not None and (op.value is None or row["expired"]):
+                self._mem.delete(row["id"], reason="langgraph: delete")
+                row = None
+            if op.value is None:
+                continue
+            value = dict(op.value)
+            fields: list[str] | None | bool = (False if op.index is False else
+                                               op.index if isinstance(op.index, list)
+                                               else self.index_fields)
+            content = lg.content_for(value, tuple(op.namespace), str(op.key), fields)
+            tags = [lg.TAG] + ([lg.ttl_tag(op.ttl)] if op.ttl is not None else [])
+            ttl = None if op.ttl is None else self._ttl_seconds(op.ttl)
+            if row is not None:
+                changes: dict[str, Any] = {"metadata": value, "tags": tags, "ttl": ttl}
+                if content != row["content"]:
+                    changes["content"] = content
+                self._mem.update(row["id"], gate=None, reason="langgraph: put", **changes)
+            else:
+                new.append({"content": content, "subject": self.subject,
+                            "category": self.category, "uri": uri, "metadata": value,
+                            "norm_key": lg.norm_key(uri), "tags": tags, "ttl": ttl,
+                            "source_type": "tool_observation"})
+        if new:
+            for item, result in zip(new, self._mem.add_many(new, gate=None,
+                                                             reason="langgraph: put"),
+                                    strict=True):
+                if result.outcome not in ("created", "superseded"):
+                    raise MemdbError(f"put of {item['uri']} was not stored "
+                                     f"({result.outcome}: {'; '.join(result.reasons)})")
+
+
+class AsyncMemdbStore(MemdbStore):
+    """:class:`MemdbStore` on asyncio: the same operations on :class:`memdb.AsyncMemoryStore`
+    (psycopg's async pool, the async OpenAI client). Use the ``a``-methods (``await
+    store.aput(...)``); the synchronous ones work only from other threads while the store's
+    event loop runs (LangGraph's sync nodes in an async graph), as AsyncPostgresStore's do.
+    ``async with AsyncMemdbStore(...) as store`` closes the pool at the end."""
+
+    def __init__(self, dsn: str | None = None, *, tenant: str = "default",
+                 subject: str = "langgraph", category: str = "general",
+                 embedder: Embedder | None = None, index: dict[str, Any] | None = None,
+                 ttl: dict[str, Any] | None = None, store: Any = None,
+                 pool_size: int = 4) -> None:
+        subject = v.name(subject, "subject")
+        if store is None:
+            store = AsyncMemoryStore(dsn, tenant=tenant, subject=subject, embedder=embedder,
+                                     gate=None, pool_size=pool_size)
+            self._owns = True
+        elif not isinstance(store, AsyncMemoryStore):
+            raise InvalidInput(f"store must be an AsyncMemoryStore, got {type(store).__name__}")
+        else:
+            self._owns = False
+        self._amem = store
+        self._mem = store._sync
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._configure(self._mem.subject or subject, category, index, ttl)
+
+    @property
+    def memory_store(self) -> Any:
+        """The :class:`memdb.AsyncMemoryStore` underneath."""
+        return self._amem
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        await self._amem._ready()
+        self._loop = asyncio.get_running_loop()
+        return await _bridge.run(self._batch, ops)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        loop = self._loop
+        if running is not None or loop is None or not loop.is_running():
+            raise asyncio.InvalidStateError(
+                "AsyncMemdbStore's synchronous methods work only from another thread while "
+                "its event loop runs; use await store.aget/aput/asearch..., or MemdbStore")
+        return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
+
+    def close(self) -> None:
+        raise asyncio.InvalidStateError("use await store.aclose() (or async with)")
+
+    async def aclose(self) -> None:
+        if self._owns:
+            await self._amem.close()
+
+    async def __aenter__(self) -> AsyncMemdbStore:
+        await self._amem._ready()
+        self._loop = asyncio.get_running_loop()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,32 @@
+-- Named queries of memdb.integrations.langgraph (LangGraph's BaseStore on memdb's memories;
+-- the mapping of namespaces and keys onto URIs is in memdb/integrations/_langgraph_map.py).
+-- Row-level security confines each to the store's tenant and subject as well.
+
+-- name: langgraph_get
+-- The current rows at these item URIs, expired ones too (flagged), newest first per URI.
+SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
+       m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
+       m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
+       m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status,
+       m.tag_version, (m.expires_at IS NOT NULL AND m.expires_at <= now()) AS expired
+FROM memdb.memories m
+WHERE m.tenant = %(tenant)s AND m.subject = %(subject)s AND m.category = %(category)s
+  AND m.uri = ANY (%(uris)s::text[]) AND m.valid_to IS NULL
+ORDER BY m.uri, m.updated_at DESC, m.id;
+
+-- name: langgraph_namespaces
+-- The distinct namespaces (item URIs without their "=key") holding current, unexpired items.
+SELECT DISTINCT regexp_replace(m.uri, '=[^/]*$', '') AS prefix
+FROM memdb.memories m
+WHERE m.tenant = %(tenant)s AND m.subject = %(subject)s AND m.category = %(category)s
+  AND m.uri LIKE ANY (memdb.like_prefixes(ARRAY[%(root)s]::text[]))
+  AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+ORDER BY 1;
+
+-- name: langgraph_refresh_ttl
+-- Renew the expiry of items read with a TTL: now() + their TTL (seconds), in one statement.
+UPDATE memdb.memories m
+SET expires_at = now() + t.secs * interval '1 second'
+FROM unnest(%(ids)s::uuid[], %(secs)s::double precision[]) AS t(id, secs)
+WHERE m.tenant = %(tenant)s AND m.id = t.id AND m.valid_to IS NULL;
