@@ -329,3 +329,31 @@ def test_http_wrong_or_missing_key_is_401_and_never_echoed(served: Served) -> No
             assert (await s.list_tools()).tools
 
     run(scenario)
+
+
+def test_http_with_memdb_api_keys(module_db: str, embedder: Any) -> None:
+    keys = pytest.importorskip("memdb.keys")
+    live = keys.create_key(module_db, tenant="keyed_mcp", subject="yuki", name="mcp test")
+    revoked = keys.create_key(module_db, tenant="keyed_mcp")
+    keys.revoke_key(module_db, revoked.info.key_id)
+    admin = keys.create_key(module_db, is_admin=True)
+    app = streamable_http_app(dsn=module_db, embedder=embedder)  # authenticate: memdb's keys
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with Served(app) as served:
+        for key, status in ((revoked.key, 401), ("mdb_nosuchkey1_" + "x" * 43, 401),
+                            (admin.key, 403)):
+            response = httpx2.post(served.url, json=body, timeout=30, headers={
+                **accept, "Authorization": f"Bearer {key}"})
+            assert response.status_code == status
+            assert key not in response.text
+
+        async def scenario() -> None:
+            async with http_session(served.url, live.key) as s:
+                stored = await call(s, "remember", content="Yuki 每天早上喝抹茶")
+                memory = (await call(s, "get", memory=stored["id"]))["memory"]
+                assert (memory["tenant"], memory["subject"]) == ("keyed_mcp", "yuki")
+                hits = (await call(s, "search", query="抹茶"))["results"]
+                assert hits[0]["id"] == stored["id"]
+
+        run(scenario)
