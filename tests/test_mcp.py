@@ -199,9 +199,8 @@ def test_stdio_tenant_wide_server_takes_a_subject_and_erases_one_only_when_confi
             bob = await call(s, "remember", subject="bob", content="Bob runs every Sunday",
                              kind="episodic")
             await call(s, "remember", subject="dave", content="Dave plays the cello")
-            assert not (await call(s, "search", subject="dave", query="running"))["results"] \
-                or all(r["id"] != bob["id"] for r in
-                       (await call(s, "search", subject="dave", query="running"))["results"])
+            found = (await call(s, "search", subject="dave", query="running"))["results"]
+            assert bob["id"] not in [r["id"] for r in found]  # subjects do not mix
             # a memory of bob's is not dave's to update or forget
             err = await error(s, "forget", {"subject": "dave", "id": bob["id"]})
             assert err["type"] == "NotFound"
@@ -219,6 +218,31 @@ def test_stdio_tenant_wide_server_takes_a_subject_and_erases_one_only_when_confi
             answer = await call(s, "ask", subject="dave", question="What to do with the bow?",
                                 k=2)
             assert answer["passages"] and "bow" in answer["passages"][0]["text"].lower()
+
+    run(scenario)
+
+
+def test_stdio_two_servers_of_two_tenants_at_once(module_db: str) -> None:
+    tenants = [f"mcp_{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    stored: dict[str, str] = {}
+
+    async def client(tenant: str, fact: str, done: anyio.Event, other: anyio.Event) -> None:
+        async with stdio_session(module_db, "--tenant", tenant, "--subject", "sam") as s:
+            stored[tenant] = (await call(s, "remember", content=fact))["id"]
+            done.set()
+            await other.wait()  # both servers have written before either reads
+            other_id = next(i for t, i in stored.items() if t != tenant)
+            found = (await call(s, "search", query="Sam", k=10))["results"]
+            assert [r["id"] for r in found] == [stored[tenant]]
+            assert (await error(s, "get", {"memory": other_id}))["type"] == "NotFound"
+            assert (await error(s, "update", {"id": other_id, "content": "mine now"}))[
+                "type"] == "NotFound"
+
+    async def scenario() -> None:
+        events = [anyio.Event(), anyio.Event()]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client, tenants[0], "Sam parks on level 3", events[0], events[1])
+            tg.start_soon(client, tenants[1], "Sam 的生日是五月一日", events[1], events[0])
 
     run(scenario)
 
