@@ -90,11 +90,14 @@ def test_operations_are_written_once():
                # BaseStore's abstract abatch must be a coroutine: it delegates the one
                # batch body to _bridge.run (AsyncMemdbStore) or a thread (MemdbStore)
                "langgraph.py"}
+    # the MCP door: the SDK calls coroutine handlers, which await AsyncMemoryStore
+    doors = {"mcp"}
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(isinstance(n, ast.AsyncFunctionDef) for n in ast.walk(tree)) \
-                and path.name not in allowed:
+                and path.name not in allowed \
+                and not doors & set(path.relative_to(PACKAGE).parts[:-1]):
             offenders.append(str(path.relative_to(PACKAGE)))
     assert offenders == []
     assert all(not inspect.iscoroutinefunction(getattr(AsyncMemoryStore, n))
