@@ -6,7 +6,8 @@ sees. It masks:
 
 * passwords in DSNs: ``postgresql://user:PW@host`` and ``password=PW`` (key/value form, also
   quoted), and ``?password=PW`` in URL queries;
-* API keys: ``sk-...`` style tokens, ``api_key=...`` / ``"api_key": "..."`` pairs and
+* API keys: ``sk-...`` style tokens, memdb's own ``mdb_<id>_<secret>`` keys,
+  ``api_key=...`` / ``"api_key": "..."`` pairs and
   ``Authorization: Bearer ...`` headers;
 * any extra strings the caller knows to be secret (``secrets=``).
 
@@ -39,6 +40,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"[\"']?)[^\s\"',&}]+", re.IGNORECASE), rf"\g<pre>{MASK}"),
     # Authorization: Bearer value
     (re.compile(r"(?P<pre>\bBearer\s+)[A-Za-z0-9._~+/=\-]+"), rf"\g<pre>{MASK}"),
+    # memdb API keys (memdb.keys): mdb_<key_id>_<secret>; the key id may be shown
+    (re.compile(r"\b(?P<pre>mdb_[a-z0-9]{8,32}_)[A-Za-z0-9_\-]{8,}"), rf"\g<pre>{MASK}"),
     # OpenAI-style keys: sk-..., sk-proj-..., at least 6 characters after the prefix
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), f"sk-{MASK}"),
 )

@@ -333,3 +333,22 @@ entity_relations = sa.Table(
     sa.Index("entity_relations_to_idx", "to_id"),
     sa.Index("entity_relations_memory_idx", "memory_id"),
 )
+
+# revision 0012: API keys of the HTTP door (hashed; the application role cannot read them)
+api_keys = sa.Table(
+    "api_keys", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("key_id", sa.Text, nullable=False),
+    sa.Column("secret_sha256", BYTEA, nullable=False),
+    sa.Column("tenant", sa.Text),
+    sa.Column("key_subject", sa.Text),
+    sa.Column("is_admin", sa.Boolean, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("created_by", sa.Text, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("revoked_at", TS),
+    sa.Column("last_used_at", TS),
+    sa.UniqueConstraint("key_id", name="api_keys_key_id_key"),
+    sa.UniqueConstraint("secret_sha256", name="api_keys_secret_sha256_key"),
+    sa.Index("api_keys_tenant_idx", "tenant"),
+)

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registers the commands)
     evaluate,
     graph,
     ingest,
+    keys,
     lifecycle,
     mcp,
     memories,
@@ -25,6 +26,7 @@ from . import (  # noqa: F401  (registers the commands)
     planner,
     profile,
     search,
+    serve,
     server,
     session,
 )

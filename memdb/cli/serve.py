@@ -1,0 +1,41 @@
+"""``memdb serve``: the HTTP API (FastAPI on uvicorn, :mod:`memdb.http`), authenticated by the
+API keys of ``memdb keys``. Bound to 127.0.0.1 unless --host says otherwise."""
+
+from __future__ import annotations
+
+import click
+
+from ._app import State, cli
+
+
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind (0.0.0.0: every interface; put TLS in front).")
+@click.option("--port", default=8765, show_default=True, type=int, help="TCP port (0: any free).")
+@click.option("--mcp", "with_mcp", is_flag=True,
+              help="Also serve the MCP streamable-HTTP endpoint at /mcp (needs memdb[mcp]).")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="Allow browser calls from this origin (repeatable). Default: no CORS.")
+@click.option("--max-body", default=1_048_576, show_default=True, type=int,
+              help="Largest request body in bytes (larger: 413).")
+@click.option("--rate", default=20.0, show_default=True, type=float,
+              help="Requests per second allowed per key (token bucket; over it: 429).")
+@click.option("--burst", default=40, show_default=True, type=int,
+              help="Requests a key may make at once before the rate applies.")
+@click.option("--max-stores", default=32, show_default=True, type=int,
+              help="Open stores kept (one per tenant and subject; least recently used closed).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.pass_obj
+def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tuple[str, ...],
+          max_body: int, rate: float, burst: int, max_stores: int, log_level: str) -> None:
+    """Serve the HTTP API (OpenAPI document at /openapi.json, docs at /docs). Every request
+    carries an API key: `Authorization: Bearer mdb_...` (or `X-API-Key`); the key selects the
+    tenant and subject, row-level security does the rest."""
+    from ..http import ServerSettings, run
+
+    settings = ServerSettings(
+        dsn=None if state.dsn_from_env else state.dsn, cors_origins=tuple(cors_origins),
+        max_body_bytes=max_body, rate_per_second=rate, burst=burst, max_stores=max_stores,
+        mcp=with_mcp, host=host)
+    run(settings, host=host, port=port, log_level=log_level)

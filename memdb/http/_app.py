@@ -1,0 +1,443 @@
+"""The FastAPI app: routes under /v1 for the core verbs and each family, on the stores of
+:class:`~memdb.http._state.DoorState`. Every route but /v1/health needs an API key; a tenant
+key reaches only the tenant routes (its own tenant, its subject if it has one), an admin key
+only /v1/admin."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
+
+from .._redact import redact
+from ..errors import Forbidden, InvalidInput
+from ..ingest import TextSource
+from ..keys import Binding
+from . import _errors
+from ._json import jsonable
+from ._limits import BodyLimit
+from ._models import (
+    AddMany,
+    AddOne,
+    AskIn,
+    ContextIn,
+    DocumentSearchIn,
+    IngestIn,
+    MaintenanceIn,
+    MemoryPatch,
+    MessageIn,
+    RecallIn,
+    RememberIn,
+    RemoveDocuments,
+    SearchIn,
+    StateIn,
+)
+from ._settings import ServerSettings
+from ._state import DoorState
+
+__all__ = ["create_app"]
+
+LOGGER = logging.getLogger("memdb.http")
+_UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+
+
+def _presented_key(request: Request) -> str | None:
+    auth = request.headers.get("authorization")
+    if auth:
+        scheme, _, value = auth.partition(" ")
+        return value.strip() if scheme.lower() == "bearer" else None
+    return request.headers.get("x-api-key")
+
+
+async def principal(request: Request) -> Binding:
+    """The live key of this request (401 without one), within its rate (429)."""
+    door: DoorState = request.app.state.door
+    binding = await door.authenticate(_presented_key(request))
+    if binding is None:
+        raise HTTPException(401, "a valid API key is required (Authorization: Bearer mdb_...)",
+                            headers=_UNAUTHORIZED)
+    wait = door.limiter.take(binding.key_id)
+    if wait > 0:
+        raise HTTPException(429, f"rate limit of key {binding.key_id} reached",
+                            headers={"Retry-After": door.limiter.retry_after(wait)})
+    request.state.key_id = binding.key_id
+    return binding
+
+
+Principal = Annotated[Binding, Depends(principal)]
+
+
+async def tenant_store(request: Request, key: Principal) -> AsyncIterator[Any]:
+    if key.is_admin or key.tenant is None:
+        raise Forbidden("an admin key reaches only /v1/admin: use a tenant's key")
+    async with request.app.state.door.store(key.tenant, key.subject) as store:
+        yield store
+
+
+Store = Annotated[Any, Depends(tenant_store)]
+
+
+def _k(request: Request, k: int) -> int:
+    cap = request.app.state.door.settings.max_k
+    if k > cap:
+        raise InvalidInput(f"k is {k}; the limit of this server is {cap}")
+    return k
+
+
+def _page(request: Request, limit: int) -> int:
+    cap = request.app.state.door.settings.max_page
+    if limit > cap:
+        raise InvalidInput(f"limit is {limit}; the limit of this server is {cap}")
+    return limit
+
+
+def _ref(ref: str) -> str:
+    """A memory id or mem:// URI from the path (a client or proxy may fold the '//')."""
+    if ref.startswith("mem:/") and not ref.startswith("mem://"):
+        ref = "mem://" + ref[len("mem:/"):]
+    return ref
+
+
+def _hits(results: Any, explain: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"hits": [jsonable(h) for h in results]}
+    if explain and getattr(results, "explain", None) is not None:
+        out["explain"] = jsonable(results.explain)
+    return out
+
+
+# -- memories -------------------------------------------------------------------------------
+memories = APIRouter(prefix="/v1", tags=["memories"])
+
+
+@memories.post("/memories", status_code=201)
+async def add_memory(body: AddOne, store: Store) -> Any:
+    """Add one memory (write gate, dedup, supersede); the result says what happened."""
+    fields = body.fields()
+    reason, dry_run = fields.pop("reason", None), fields.pop("dry_run", False)
+    content = fields.pop("content")
+    return jsonable(await store.add(content, reason=reason, dry_run=dry_run, **fields))
+
+
+@memories.post("/memories/batch", status_code=201)
+async def add_memories(body: AddMany, store: Store) -> Any:
+    """Add many memories in one batch (one result per item, in order)."""
+    items = [item.fields() for item in body.items]
+    return jsonable(await store.add_many(items, reason=body.reason, dry_run=body.dry_run))
+
+
+@memories.get("/memories")
+async def list_memories(
+    request: Request, store: Store,
+    subject: str | None = None, category: str | None = None, kind: str | None = None,
+    scope: str | None = None, agent: str | None = None, project_id: str | None = None,
+    session_id: str | None = None, uri_prefix: str | None = None,
+    tags: Annotated[list[str] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1)] = 100, offset: Annotated[int, Query(ge=0)] = 0,
+) -> Any:
+    """Current memories matching the filters, newest first, a page at a time."""
+    conditions = {"subject": subject, "category": category, "kind": kind, "scope": scope,
+                  "agent": agent, "project_id": project_id, "session_id": session_id,
+                  "uri_prefix": uri_prefix, "tags": tags}
+    found = await store.list({k: v for k, v in conditions.items() if v is not None},
+                             limit=_page(request, limit), offset=offset)
+    return {"memories": jsonable(found), "limit": limit, "offset": offset}
+
+
+@memories.get("/memories/{ref:path}")
+async def get_memory(ref: str, store: Store) -> Any:
+    """One memory by id or mem:// URI."""
+    return jsonable(await store.get(_ref(ref)))
+
+
+@memories.patch("/memories/{ref:path}")
+async def update_memory(ref: str, body: MemoryPatch, store: Store) -> Any:
+    """Change fields of a memory (a new version; history row)."""
+    changes = body.model_dump(exclude_unset=True)
+    reason = changes.pop("reason", None)
+    return jsonable(await store.update(_ref(ref), reason=reason, **changes))
+
+
+@memories.delete("/memories/{ref:path}", status_code=204)
+async def delete_memory(ref: str, store: Store, reason: str | None = None) -> Response:
+    """Delete a memory (its history keeps the row)."""
+    await store.delete(_ref(ref), reason=reason)
+    return Response(status_code=204)
+
+
+@memories.get("/history/{ref:path}")
+async def memory_history(ref: str, store: Store) -> Any:
+    """Every version of a memory, oldest first."""
+    return {"history": jsonable(await store.history(_ref(ref)))}
+
+
+# -- retrieval ------------------------------------------------------------------------------
+retrieval = APIRouter(prefix="/v1", tags=["retrieval"])
+
+
+@retrieval.post("/search")
+async def search(body: SearchIn, request: Request, store: Store) -> Any:
+    """Hybrid search (vector, BM25, exact; RRF); ``explain`` adds the SQL and timings."""
+    results = await store.search(body.query, _k(request, body.k), body.filter,
+                                 routes=body.routes, weights=body.weights, mmr=body.mmr,
+                                 explain=body.explain)
+    return _hits(results, body.explain)
+
+
+@retrieval.post("/recall")
+async def recall(body: RecallIn, request: Request, store: Store) -> Any:
+    """Planned recall (categories and routes chosen from the query), with its status."""
+    results = await store.recall(body.query, _k(request, body.k), body.filter, plan=body.plan,
+                                 with_general=body.with_general)
+    out = jsonable(results)
+    if not body.explain:
+        out = {key: out[key] for key in ("status", "reasons", "fallback", "hits")}
+    return out
+
+
+@retrieval.post("/remember")
+async def remember(body: RememberIn, store: Store) -> Any:
+    """Extract memories from a conversation turn and write them (through the write gate)."""
+    return jsonable(await store.remember(body.messages, session_id=body.session_id,
+                                         turn_id=body.turn_id, subject=body.subject,
+                                         dry_run=body.dry_run))
+
+
+@retrieval.post("/context")
+async def context(body: ContextIn, request: Request, store: Store) -> Any:
+    """The context block for a prompt under a token budget (rules, memories, session)."""
+    built = await store.context(body.query, body.session, body.budget_tokens,
+                                subject=body.subject, k=_k(request, body.k),
+                                include_profile=body.include_profile, agent=body.agent)
+    return jsonable(built)
+
+
+@retrieval.get("/profile")
+async def profile(request: Request, store: Store, subject: str | None = None,
+                  limit: Annotated[int, Query(ge=1)] = 20) -> Any:
+    """What is known about a subject, by section."""
+    return jsonable(await store.profile(subject, limit=_page(request, limit)))
+
+
+# -- sessions -------------------------------------------------------------------------------
+sessions = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+
+
+@sessions.get("")
+async def list_sessions(request: Request, store: Store, subject: str | None = None,
+                        limit: Annotated[int, Query(ge=1)] = 100) -> Any:
+    return {"sessions": jsonable(await store.sessions.list(subject=subject,
+                                                           limit=_page(request, limit)))}
+
+
+@sessions.post("/{session_id}/messages", status_code=201)
+async def append_message(session_id: str, body: MessageIn, store: Store) -> Any:
+    """Append a turn to the session's buffer (older turns fold into its summary)."""
+    return jsonable(await store.sessions.append(session_id, body.role, body.content,
+                                                subject=body.subject))
+
+
+@sessions.get("/{session_id}")
+async def get_session(session_id: str, store: Store, subject: str | None = None) -> Any:
+    """The session's window of recent turns, its summary and state."""
+    return jsonable(await store.sessions.get(session_id, subject=subject))
+
+
+@sessions.delete("/{session_id}", status_code=204)
+async def delete_session(session_id: str, store: Store, subject: str | None = None) -> Response:
+    await store.sessions.delete(session_id, subject=subject)
+    return Response(status_code=204)
+
+
+@sessions.get("/{session_id}/state")
+async def get_state(session_id: str, store: Store, subject: str | None = None) -> Any:
+    return _state(await store.sessions.get_state(session_id, subject=subject))
+
+
+@sessions.put("/{session_id}/state")
+async def set_state(session_id: str, body: StateIn, store: Store) -> Any:
+    """Replace the working state if ``expected_version`` is current (else 409)."""
+    return _state(await store.sessions.set_state(session_id, body.state,
+                                                 expected_version=body.expected_version,
+                                                 subject=body.subject))
+
+
+def _state(state: Any) -> dict[str, Any]:
+    """The working state with its version (what the next write passes as expected_version)."""
+    return {**jsonable(state.to_json()), "version": state.version}
+
+
+# -- documents ------------------------------------------------------------------------------
+documents = APIRouter(prefix="/v1/documents", tags=["documents"])
+
+
+@documents.post("", status_code=201)
+async def ingest(body: IngestIn, store: Store) -> Any:
+    """Ingest texts as documents (chunked, embedded, searchable). Only text: the server never
+    reads a path from a request."""
+    sources = [TextSource(id=d.id, text=d.text, title=d.title, format=d.format,
+                          metadata=d.metadata) for d in body.documents]
+    report = await store.documents.ingest(sources, subject=body.subject, category=body.category,
+                                          tags=body.tags, importance=body.importance,
+                                          chunk_tokens=body.chunk_tokens, dry_run=body.dry_run,
+                                          force=body.force)
+    return jsonable(report)
+
+
+@documents.get("")
+async def list_documents(request: Request, store: Store, subject: str | None = None,
+                         prefix: str | None = None, limit: Annotated[int, Query(ge=1)] = 100,
+                         offset: Annotated[int, Query(ge=0)] = 0) -> Any:
+    found = await store.documents.list(subject=subject, prefix=prefix,
+                                       limit=_page(request, limit), offset=offset)
+    return {"documents": jsonable(found)}
+
+
+@documents.post("/remove")
+async def remove_documents(body: RemoveDocuments, store: Store) -> Any:
+    """Remove documents (and their chunk memories) by URI."""
+    return {"removed": await store.documents.remove(body.uris, reason=body.reason)}
+
+
+@documents.post("/search")
+async def search_documents(body: DocumentSearchIn, request: Request, store: Store) -> Any:
+    found = await store.documents.search(body.query, _k(request, body.k), parents=body.parents)
+    return {"hits": jsonable(found)}
+
+
+@documents.post("/ask")
+async def ask(body: AskIn, request: Request, store: Store) -> Any:
+    """Answer from the documents with citations (``answer: false``: the passages only)."""
+    return jsonable(await store.documents.ask(body.question, _k(request, body.k),
+                                              include_memories=body.include_memories,
+                                              answer=body.answer))
+
+
+# -- admin and service ----------------------------------------------------------------------
+service = APIRouter(prefix="/v1", tags=["service"])
+
+
+@service.get("/health")
+async def health(request: Request) -> Any:
+    """Liveness (no key needed): the door is up and has its database."""
+    return {"ok": request.app.state.door.db is not None}
+
+
+@service.get("/whoami")
+async def whoami(key: Principal) -> Any:
+    """What the presented key selects (never the key)."""
+    return {"key_id": key.key_id, "name": key.name, "tenant": key.tenant,
+            "subject": key.subject, "admin": key.is_admin}
+
+
+@service.post("/admin/maintenance")
+async def maintenance(body: MaintenanceIn, request: Request, key: Principal) -> Any:
+    """One maintenance pass over every tenant (or ``tenant``), as the admin login. Admin keys
+    only."""
+    if not key.is_admin:
+        raise Forbidden("maintenance over tenants needs an admin key")
+    import asyncio
+
+    admin = await request.app.state.door.admin()
+    return jsonable(await asyncio.to_thread(admin.maintain, dry_run=body.dry_run,
+                                            tenant=body.tenant, **body.options))
+
+
+class _RedactLog(logging.Filter):
+    """Masks key-like text (memdb.keys' ``mdb_...``, bearer tokens, DSN passwords) in the
+    server's log lines: a client may put a key where it does not belong, such as a URL path,
+    which uvicorn's access log prints."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        return True
+
+
+def _redact_logs() -> None:
+    for name in ("uvicorn.access", "uvicorn.error", "uvicorn", "memdb.http"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactLog) for f in logger.filters):
+            logger.addFilter(_RedactLog())
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    _redact_logs()
+    door = DoorState(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await door.start()
+        try:
+            if mcp_app is not None:
+                async with _mcp_lifespan(mcp_app):
+                    yield
+            else:
+                yield
+        finally:
+            await door.stop()
+
+    if settings.mcp and settings.embedder is None:  # one embedder for both doors
+        from ..embeddings import embedder_from_env
+
+        settings = dataclasses.replace(settings, embedder=embedder_from_env())
+        door.embedder = settings.embedder
+    mcp_app = _mcp(settings) if settings.mcp else None
+    app = FastAPI(title="memdb", version=_version(), lifespan=lifespan,
+                  description="Long-term memory for AI agents over HTTP. Authenticate with "
+                              "`Authorization: Bearer mdb_...` (an API key from "
+                              "`memdb keys create`).")
+    app.state.door = door
+    for router in (memories, retrieval, sessions, documents, service):
+        app.include_router(router)
+    _errors.install(app)
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
+                           allow_methods=["GET", "POST", "PATCH", "PUT", "DELETE"],
+                           allow_headers=["Authorization", "X-API-Key", "Content-Type"])
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if mcp_app is not None:  # the MCP app routes /mcp itself: handed the request as it is
+        from starlette.routing import Route
+
+        app.router.routes.append(Route("/mcp", endpoint=mcp_app))
+    return app
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("memdb")
+    except Exception:
+        return "0"
+
+
+def _mcp(settings: ServerSettings) -> Any:
+    """The MCP streamable-HTTP ASGI app of memdb.mcp (memdb[mcp]), checking the same API
+    keys; served at /mcp."""
+    try:
+        from ..mcp import streamable_http_app
+    except ImportError as exc:
+        from ..errors import MissingDependency
+
+        raise MissingDependency(f"--mcp needs the MCP SDK: pip install 'memdb[mcp]' ({exc})"
+                                ) from None
+    return streamable_http_app(dsn=settings.dsn, embedder=settings.embedder,
+                               pool_size=settings.pool_size, path="/mcp", host=settings.host)
+
+
+@contextlib.asynccontextmanager
+async def _mcp_lifespan(mcp_app: Any) -> AsyncIterator[None]:
+    lifespan = getattr(getattr(mcp_app, "router", None), "lifespan_context", None)
+    if lifespan is None:
+        yield
+        return
+    async with lifespan(mcp_app):
+        yield

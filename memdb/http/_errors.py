@@ -1,0 +1,103 @@
+"""memdb's typed errors as HTTP statuses, with one stable body:
+``{"error": {"type": "NotFound", "message": "..."}}``. Messages are redacted (no DSN password,
+no API key); an unexpected exception is logged by its type and answered 500 without its text."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .._redact import redact
+from ..errors import (
+    Conflict,
+    DatabaseUnavailable,
+    EmbeddingError,
+    Forbidden,
+    InvalidInput,
+    MemdbError,
+    MissingDependency,
+    NotFound,
+    NotMigrated,
+    Rejected,
+)
+
+__all__ = ["install", "error_response", "status_of"]
+
+LOGGER = logging.getLogger("memdb.http")
+
+# most specific first
+_STATUS: tuple[tuple[type[MemdbError], int], ...] = (
+    (InvalidInput, 400),
+    (NotFound, 404),
+    (Forbidden, 403),
+    (Conflict, 409),
+    (Rejected, 422),
+    (NotMigrated, 503),
+    (DatabaseUnavailable, 503),
+    (EmbeddingError, 503),
+    (MissingDependency, 501),
+)
+
+
+def status_of(exc: MemdbError) -> int:
+    for cls, status in _STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+def error_response(status: int, kind: str, message: str, *,
+                   headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    body: dict[str, Any] = {"type": kind, "message": redact(message)}
+    body.update(extra)
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+async def _memdb_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemdbError)
+    status = status_of(exc)
+    extra: dict[str, Any] = {}
+    if isinstance(exc, Rejected):
+        extra["reasons"] = [redact(r) for r in exc.reasons]
+    if status >= 500:
+        LOGGER.warning("%s %s: %s (%s)", request.method, request.url.path, type(exc).__name__,
+                       redact(str(exc)))
+    return error_response(status, type(exc).__name__, str(exc) or type(exc).__name__, **extra)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if any(err.get("type") == "json_invalid" for err in errors):
+        return error_response(400, "InvalidInput", "the request body is not valid JSON")
+    problems = []
+    for err in errors[:20]:
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        problems.append(f"{where}: {err.get('msg', 'invalid')}")
+    # the input values themselves are not echoed (they may hold anything, a key included)
+    return error_response(422, "InvalidInput", "; ".join(problems) or "invalid request")
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    kinds = {401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed",
+             413: "PayloadTooLarge", 429: "TooManyRequests"}
+    return error_response(exc.status_code, kinds.get(exc.status_code, "HTTPError"),
+                          str(exc.detail), headers=getattr(exc, "headers", None))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    LOGGER.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
+    return error_response(500, "InternalError", "internal error")
+
+
+def install(app: Any) -> None:
+    app.add_exception_handler(MemdbError, _memdb_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

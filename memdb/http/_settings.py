@@ -1,0 +1,36 @@
+"""How the HTTP door is configured (``memdb serve``'s options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ServerSettings"]
+
+
+@dataclass
+class ServerSettings:
+    """``dsn``: the data path's login (else $MEMDB_DSN, else the embedded server);
+    ``admin_dsn``: the admin login for admin keys' maintenance (else $MEMDB_ADMIN_DSN, else
+    the embedded superuser, else ``dsn``). ``embedder``: shared by every store (default: the
+    one $MEMDB_EMBEDDER... selects, loaded once). Limits: ``max_body_bytes`` (413 above),
+    ``max_k`` (search/recall/context k), ``max_page`` (list limits), per-key token bucket of
+    ``rate_per_second`` with ``burst`` (429 with Retry-After). ``max_stores`` open stores, one
+    per (tenant, subject), of ``pool_size`` connections each, least recently used closed
+    first. ``cors_origins``: browser origins allowed (none: no CORS headers at all).
+    ``mcp``: also serve the MCP streamable-HTTP endpoint at /mcp (memdb[mcp]; the same API
+    keys); ``host``: the interface served (the MCP SDK's DNS-rebinding protection uses it)."""
+
+    dsn: str | None = None
+    admin_dsn: str | None = None
+    embedder: Any = None
+    max_body_bytes: int = 1_048_576
+    max_k: int = 100
+    max_page: int = 500
+    rate_per_second: float = 20.0
+    burst: int = 40
+    max_stores: int = 32
+    pool_size: int = 2
+    cors_origins: tuple[str, ...] = ()
+    mcp: bool = False
+    host: str = "127.0.0.1"

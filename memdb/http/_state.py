@@ -1,0 +1,111 @@
+"""What the running door holds: the data-path connection that checks keys, the stores it has
+opened (one :class:`~memdb.AsyncMemoryStore` per tenant and subject, least recently used closed
+first), the shared embedder and, for admin keys, a :class:`~memdb.MemoryAdmin`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .. import keys as _keys
+from ..aio import AsyncMemoryStore
+from ..connection import Database
+from ._limits import RateLimiter
+from ._settings import ServerSettings
+
+__all__ = ["DoorState"]
+
+LOGGER = logging.getLogger("memdb.http")
+
+
+class _Entry:
+    def __init__(self, store: Any) -> None:
+        self.store, self.users = store, 0
+
+
+class DoorState:
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.limiter = RateLimiter(settings.rate_per_second, settings.burst)
+        self.db: Database | None = None
+        self.embedder: Any = settings.embedder
+        self._stores: OrderedDict[tuple[str, str | None], _Entry] = OrderedDict()
+        self._lock = asyncio.Lock()
+        self._admin: Any = None
+        self._admin_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Find the server (starting the embedded one when no DSN is given), load the
+        embedder once."""
+        self.db = await asyncio.to_thread(Database, self.settings.dsn, min_size=1, max_size=4)
+        if self.embedder is None:
+            from ..embeddings import embedder_from_env
+
+            self.embedder = await asyncio.to_thread(embedder_from_env)
+
+    async def stop(self) -> None:
+        async with self._lock:
+            entries = list(self._stores.values())
+            self._stores.clear()
+        for entry in entries:
+            with contextlib.suppress(Exception):
+                await entry.store.close()
+        if self._admin is not None:
+            await asyncio.to_thread(self._admin.close)
+            self._admin = None
+        if self.db is not None:
+            await asyncio.to_thread(self.db.close)
+            self.db = None
+
+    async def authenticate(self, key: str | None) -> _keys.Binding | None:
+        if not key or self.db is None:
+            return None
+        return await asyncio.to_thread(_keys.lookup, self.db, key)
+
+    @contextlib.asynccontextmanager
+    async def store(self, tenant: str, subject: str | None) -> AsyncIterator[Any]:
+        """The store of (tenant, subject), opened on first use and kept for the next request."""
+        assert self.db is not None
+        slot = (tenant, subject)
+        closing: list[Any] = []
+        async with self._lock:
+            entry = self._stores.pop(slot, None)
+            if entry is None:
+                entry = _Entry(AsyncMemoryStore(self.db.dsn, tenant=tenant, subject=subject,
+                                                embedder=self.embedder,
+                                                pool_size=self.settings.pool_size))
+            self._stores[slot] = entry
+            entry.users += 1
+            # over the bound: close the least recently used stores no request is using
+            for other_slot, other in list(self._stores.items()):
+                if len(self._stores) <= self.settings.max_stores:
+                    break
+                if other.users == 0 and other_slot != slot:
+                    del self._stores[other_slot]
+                    closing.append(other.store)
+        for old in closing:
+            with contextlib.suppress(Exception):
+                await old.close()
+        try:
+            yield entry.store
+        finally:
+            entry.users -= 1
+
+    @property
+    def open_stores(self) -> int:
+        return len(self._stores)
+
+    async def admin(self) -> Any:
+        """The admin login's MemoryAdmin (for admin keys), connected on first use."""
+        async with self._admin_lock:
+            if self._admin is None:
+                from ..admin import MemoryAdmin
+
+                assert self.db is not None
+                dsn = self.settings.admin_dsn or self.db.admin_dsn
+                self._admin = await asyncio.to_thread(MemoryAdmin, dsn)
+            return self._admin
