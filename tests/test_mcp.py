@@ -381,3 +381,36 @@ def test_http_with_memdb_api_keys(module_db: str, embedder: Any) -> None:
                 assert hits[0]["id"] == stored["id"]
 
         run(scenario)
+
+
+def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
+    """`memdb mcp --http` as a real process: the configured tenant (--no-keys) and agent."""
+    import subprocess
+
+    port = _free_port()
+    tenant = f"mcp_{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "MEMDB_DSN": module_db, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([SCRIPT, "mcp", "--http", "--port", str(port), "--no-keys",
+                             "--tenant", tenant, "--subject", "kim", "--agent", "helper"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "memdb mcp --http did not listen"
+            time.sleep(0.1)
+
+        async def scenario() -> None:
+            async with http_session(f"http://127.0.0.1:{port}/mcp", None) as s:
+                stored = await call(s, "remember", content="Kim reviews pull requests daily")
+                memory = (await call(s, "get", memory=stored["id"]))["memory"]
+                assert (memory["tenant"], memory["subject"], memory["agent"]) == (
+                    tenant, "kim", "helper")
+
+        run(scenario)
+    finally:
+        proc.terminate()
+        proc.wait(30)

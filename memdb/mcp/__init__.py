@@ -95,6 +95,16 @@ def keys_authenticator(dsn: str | None = None) -> Callable[[str], Any] | None:
     return authenticate
 
 
+def _with_agent(authenticate: Callable[[str], Any], agent: str) -> Callable[[str], Any]:
+    """``authenticate`` whose scopes record ``agent`` on what the tools write."""
+    def with_agent(token: str) -> Any:
+        found = authenticate(token)
+        return Scope(found.tenant, found.subject, agent) if isinstance(found, Scope) else found
+
+    with_agent.close = getattr(authenticate, "close", None)  # type: ignore[attr-defined]
+    return with_agent
+
+
 def streamable_http_app(*, dsn: str | None = None, tenant: str | None = None,
                         subject: str | None = None, agent: str | None = None,
                         authenticate: Callable[[str], Any] | str | None = _KEYS,
@@ -109,6 +119,8 @@ def streamable_http_app(*, dsn: str | None = None, tenant: str | None = None,
     """
     if authenticate == _KEYS:
         authenticate = keys_authenticator(dsn)
+    if authenticate is not None and agent is not None:
+        authenticate = _with_agent(authenticate, agent)
     if authenticate is None and tenant is None:
         tenant = "default"
     server = create_server(dsn=dsn, tenant=tenant, subject=subject, agent=agent,
