@@ -414,3 +414,15 @@ def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_database_down_is_a_tool_error_without_the_password() -> None:
+    async def scenario() -> None:
+        dsn = "postgresql://memdb:s3cretpw@127.0.0.1:1/memdb"
+        async with stdio_session(dsn, "--tenant", "t") as s:
+            for _ in range(2):  # and the server is still there to answer again
+                err = await error(s, "search", {"query": "tea"})
+                assert err["type"] == "DatabaseUnavailable"
+                assert "s3cretpw" not in json.dumps(err)
+
+    run(scenario)
