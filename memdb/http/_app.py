@@ -58,7 +58,7 @@ async def principal(request: Request) -> Binding:
     door: DoorState = request.app.state.door
     binding = await door.authenticate(_presented_key(request))
     if binding is None:
-        raise HTTPException(401, "a valid API key is required (Authorization: Bearer mdb_...)",
+        raise HTTPException(401, "a valid API key is required (Authorization: Bearer <key>)",
                             headers=_UNAUTHORIZED)
     wait = door.limiter.take(binding.key_id)
     if wait > 0:
