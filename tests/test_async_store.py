@@ -90,8 +90,8 @@ def test_operations_are_written_once():
                # BaseStore's abstract abatch must be a coroutine: it delegates the one
                # batch body to _bridge.run (AsyncMemdbStore) or a thread (MemdbStore)
                "langgraph.py"}
-    # the MCP door: the SDK calls coroutine handlers, which await AsyncMemoryStore
-    doors = {"mcp"}
+    # the doors: the MCP SDK and FastAPI call coroutine handlers, which await AsyncMemoryStore
+    doors = {"mcp", "http"}
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
