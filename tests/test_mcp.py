@@ -333,6 +333,45 @@ def test_http_two_tenants_at_once_each_sees_only_its_own(served: Served) -> None
     run(scenario)
 
 
+def test_http_a_key_of_one_tenant_reaches_nothing_of_another_through_any_tool(
+        served: Served) -> None:
+    marker = "Ulla's vault combination is 4417"
+
+    async def scenario() -> None:
+        async with http_session(served.url, "key-acme") as a:
+            mine = await call(a, "remember", subject="ulla", content=marker)
+            await call(a, "add_document", subject="ulla", document_id="vault.md",
+                       text=f"# Vault\n\n{marker}.")
+        other = mine["id"]
+        calls = {  # every tool, as tenant globex's key, aimed at acme's memory and document
+            "remember": {"subject": "ulla", "content": "Ulla likes chess"},
+            "search": {"subject": "ulla", "query": "vault combination", "k": 20},
+            "recall": {"subject": "ulla", "query": "vault combination", "k": 20},
+            "get": {"memory": other},
+            "update": {"subject": "ulla", "id": other, "content": "overwritten"},
+            "forget": {"subject": "ulla", "id": other},
+            "context": {"subject": "ulla", "query": "vault combination"},
+            "add_document": {"subject": "ulla", "document_id": "vault.md", "text": "# Mine"},
+            "ask": {"subject": "ulla", "question": "What is the vault combination?"},
+        }
+        assert set(calls) == {t.name for t in TOOLS}
+        async with http_session(served.url, "key-globex") as b:
+            for tool, arguments in calls.items():
+                result = await b.call_tool(tool, arguments)
+                assert "4417" not in result.content[0].text, tool
+            profile = await b.read_resource("memdb://profile/ulla")
+            assert "4417" not in profile.contents[0].text
+            erased = await call(b, "forget", subject="ulla", erase_subject=True, confirm="ulla")
+            assert erased["counts"]["memories"] >= 1  # globex's own ulla, not acme's
+        async with http_session(served.url, "key-acme") as a:  # acme's rows are untouched
+            memory = (await call(a, "get", memory=other))["memory"]
+            assert (memory["content"], memory["version"]) == (marker, 1)
+            answer = await call(a, "ask", subject="ulla", question="vault combination?")
+            assert "4417" in answer["passages"][0]["text"]
+
+    run(scenario)
+
+
 def test_http_wrong_or_missing_key_is_401_and_never_echoed(served: Served) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for headers in ({}, {"Authorization": "Bearer key-nobody"},
