@@ -334,3 +334,17 @@ def test_tenants_never_see_each_other(fresh_db: str, embedder: Any) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_langgraph_is_optional() -> None:
+    """`import memdb` works without LangGraph; the integration names the extra."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['langgraph'] = None; import memdb\n"
+            "from memdb.errors import MissingDependency\n"
+            "try:\n    import memdb.integrations.langgraph\n"
+            "except MissingDependency as exc:\n    print('missing:', exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "pip install 'memdb[langgraph]'" in out

@@ -219,7 +219,8 @@ class MemdbStore(BaseStore):
         with self._mem._transaction() as conn:
             rows = conn.execute(_sql.query("langgraph_get"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category,
-                "uris": sorted(set(uris))}).fetchall()
+                "uris": sorted(set(uris)), "keys": sorted({lg.norm_key(u) for u in uris})
+            }).fetchall()
         found: dict[str, dict[str, Any]] = {}
         for row in rows:
             found.setdefault(row["uri"], row)

@@ -3,7 +3,8 @@
 -- Row-level security confines each to the store's tenant and subject as well.
 
 -- name: langgraph_get
--- The current rows at these item URIs, expired ones too (flagged), newest first per URI.
+-- The current rows at these item URIs, expired ones too (flagged), newest first per URI;
+-- found through norm_key (a hash of the URI) and memories_norm_key_idx, then the URI itself.
 SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
        m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
        m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
@@ -12,7 +13,8 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.tag_version, (m.expires_at IS NOT NULL AND m.expires_at <= now()) AS expired
 FROM memdb.memories m
 WHERE m.tenant = %(tenant)s AND m.subject = %(subject)s AND m.category = %(category)s
-  AND m.uri = ANY (%(uris)s::text[]) AND m.valid_to IS NULL
+  AND m.norm_key = ANY (%(keys)s::text[]) AND m.norm_key IS NOT NULL AND m.valid_to IS NULL
+  AND m.uri = ANY (%(uris)s::text[])
 ORDER BY m.uri, m.updated_at DESC, m.id;
 
 -- name: langgraph_namespaces
