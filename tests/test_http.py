@@ -419,3 +419,50 @@ def test_keys_never_appear_in_logs_or_error_bodies(door, keys, caplog):
         assert secret not in logged
         for body in bodies:
             assert secret not in body, body
+
+
+def test_remember_extracts_memories_without_an_llm(door, keys):
+    with door.client(keys["alice"]) as c:
+        r = c.post("/v1/remember", json={"messages": [
+            {"role": "user", "content": "I prefer window seats on long flights."},
+            {"role": "user", "content": "记住：我每天早上六点跑步。"}], "turn_id": "turn-9"})
+        assert r.status_code == 200, r.text
+        listed = c.get("/v1/memories", params={"limit": 200}).text
+    assert "window seats" in listed and "跑步" in listed
+
+
+def test_open_stores_are_bounded(door, keys):
+    state = door.app.state.door
+    saved = state.settings.max_stores
+    state.settings.max_stores = 2
+    try:
+        for name in ("acme", "alice", "globex", "acme", "globex", "alice"):
+            with door.client(keys[name]) as c:
+                assert c.get("/v1/memories", params={"limit": 1}).status_code == 200
+            assert state.open_stores <= 2
+    finally:
+        state.settings.max_stores = saved
+
+
+def test_cors_only_for_the_configured_origin(module_db, embedder, keys):
+    with app_login(module_db) as app_dsn:
+        settings = ServerSettings(dsn=app_dsn, embedder=embedder,
+                                  cors_origins=("https://app.example",))
+        with running_door(settings) as cors_door, cors_door.client(keys["acme"]) as c:
+            ok = c.options("/v1/search", headers={"Origin": "https://app.example",
+                                                  "Access-Control-Request-Method": "POST"})
+            assert ok.headers["access-control-allow-origin"] == "https://app.example"
+            other = c.options("/v1/search", headers={"Origin": "https://evil.example",
+                                                     "Access-Control-Request-Method": "POST"})
+            assert "access-control-allow-origin" not in other.headers
+
+
+def test_without_fastapi_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from memdb.errors import MissingDependency
+    from memdb.http import create_app
+
+    monkeypatch.setitem(sys.modules, "fastapi", None)
+    with pytest.raises(MissingDependency, match=r"memdb\[http\]"):
+        create_app(ServerSettings())
