@@ -70,13 +70,14 @@ EXPECTED: dict[str, dict[str, str]] = {
     "entities": OWN,
     "entity_mentions": OWN,
     "entity_relations": OWN,
+    "api_keys": dict.fromkeys(OPS, DENIED),  # revision 0012: only the admin keeps keys
 }
 # grouped as in docs/isolation.md: tables whose rows are all OWN share one line
 _GROUPS = [
     ("memories", "memory_usage", "review_queue", "sediment_runs", "documents",
      "document_chunks", "sessions", "session_messages", "entities", "entity_mentions",
      "entity_relations"),
-    ("memory_history",), ("retrieval_traces",), ("bm25_terms", "bm25_stats"),
+    ("memory_history",), ("retrieval_traces",), ("bm25_terms", "bm25_stats", "api_keys"),
     ("embedding_spaces",),
 ]
 
@@ -118,6 +119,10 @@ def _seed(dsn: str, embedder) -> None:
                 conn.execute(_sql.query("sediment_run_insert"), {
                     "tenant": tenant, "subject": subject, "source_hash": subject.encode(),
                     "written": Jsonb({})})
+    from memdb.keys import create_key
+
+    for tenant in TENANTS:                                                  # api_keys
+        create_key(dsn, tenant=tenant, subject=SUBJECTS[0], name=f"{tenant} key")
 
 
 # -- the catalog ------------------------------------------------------------------------------
