@@ -3,9 +3,11 @@ API keys of ``memdb keys``. Bound to 127.0.0.1 unless --host says otherwise."""
 
 from __future__ import annotations
 
+import socket
+
 import click
 
-from ._app import State, cli
+from ._app import State, cli, emit_json, json_option
 
 
 @cli.command("serve")
@@ -25,17 +27,31 @@ from ._app import State, cli
 @click.option("--max-stores", default=32, show_default=True, type=int,
               help="Open stores kept (one per tenant and subject; least recently used closed).")
 @click.option("--log-level", default="info", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+              help="uvicorn's log level (the access log is at info).")
+@json_option
 @click.pass_obj
 def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tuple[str, ...],
-          max_body: int, rate: float, burst: int, max_stores: int, log_level: str) -> None:
+          max_body: int, rate: float, burst: int, max_stores: int, log_level: str,
+          as_json: bool) -> None:
     """Serve the HTTP API (OpenAPI document at /openapi.json, docs at /docs). Every request
     carries an API key: `Authorization: Bearer mdb_...` (or `X-API-Key`); the key selects the
-    tenant and subject, row-level security does the rest."""
+    tenant and subject, row-level security does the rest. --json prints where it listens as
+    one JSON document first."""
     from ..http import ServerSettings, run
 
     settings = ServerSettings(
         dsn=None if state.dsn_from_env else state.dsn, cors_origins=tuple(cors_origins),
         max_body_bytes=max_body, rate_per_second=rate, burst=burst, max_stores=max_stores,
         mcp=with_mcp, host=host)
+    if port == 0:  # choose the free port here, so that it can be printed
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            port = probe.getsockname()[1]
+    url = f"http://{host}:{port}"
+    if as_json:
+        emit_json({"url": url, "openapi": f"{url}/openapi.json",
+                   "mcp": f"{url}/mcp" if with_mcp else None})
+    else:
+        click.echo(f"memdb serve: {url} (OpenAPI: {url}/openapi.json)", err=True)
     run(settings, host=host, port=port, log_level=log_level)
