@@ -385,6 +385,11 @@ def test_openapi_document_and_health(door):
     schema = doc["components"]["schemas"]["SearchIn"]
     assert schema["properties"]["k"]["minimum"] == 1
     assert schema["additionalProperties"] is False
+    search = paths["/v1/search"]["post"]["responses"]
+    assert search["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/SearchOut")
+    assert search["429"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorOut")
+    memory = doc["components"]["schemas"]["MemoryOut"]
+    assert {"id", "content", "uri", "subject", "version"} <= set(memory["required"])
 
 
 def test_no_cors_headers_unless_configured(door, keys):

@@ -36,6 +36,16 @@ from ._models import (
     SearchIn,
     StateIn,
 )
+from ._responses import (
+    ERROR_RESPONSES,
+    AddOut,
+    Health,
+    HistoryOut,
+    MemoryOut,
+    MemoryPage,
+    SearchOut,
+    WhoAmI,
+)
 from ._settings import ServerSettings
 from ._state import DoorState
 
@@ -110,10 +120,10 @@ def _hits(results: Any, explain: bool) -> dict[str, Any]:
 
 
 # -- memories -------------------------------------------------------------------------------
-memories = APIRouter(prefix="/v1", tags=["memories"])
+memories = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
 
 
-@memories.post("/memories", status_code=201)
+@memories.post("/memories", status_code=201, response_model=AddOut)
 async def add_memory(body: AddOne, store: Store) -> Any:
     """Add one memory (write gate, dedup, supersede); the result says what happened."""
     fields = body.fields()
@@ -122,14 +132,14 @@ async def add_memory(body: AddOne, store: Store) -> Any:
     return jsonable(await store.add(content, reason=reason, dry_run=dry_run, **fields))
 
 
-@memories.post("/memories/batch", status_code=201)
+@memories.post("/memories/batch", status_code=201, response_model=list[AddOut])
 async def add_memories(body: AddMany, store: Store) -> Any:
     """Add many memories in one batch (one result per item, in order)."""
     items = [item.fields() for item in body.items]
     return jsonable(await store.add_many(items, reason=body.reason, dry_run=body.dry_run))
 
 
-@memories.get("/memories")
+@memories.get("/memories", response_model=MemoryPage)
 async def list_memories(
     request: Request, store: Store,
     subject: str | None = None, category: str | None = None, kind: str | None = None,
@@ -147,13 +157,13 @@ async def list_memories(
     return {"memories": jsonable(found), "limit": limit, "offset": offset}
 
 
-@memories.get("/memories/{ref:path}")
+@memories.get("/memories/{ref:path}", response_model=MemoryOut)
 async def get_memory(ref: str, store: Store) -> Any:
     """One memory by id or mem:// URI."""
     return jsonable(await store.get(_ref(ref)))
 
 
-@memories.patch("/memories/{ref:path}")
+@memories.patch("/memories/{ref:path}", response_model=MemoryOut)
 async def update_memory(ref: str, body: MemoryPatch, store: Store) -> Any:
     """Change fields of a memory (a new version; history row)."""
     changes = body.model_dump(exclude_unset=True)
@@ -168,17 +178,17 @@ async def delete_memory(ref: str, store: Store, reason: str | None = None) -> Re
     return Response(status_code=204)
 
 
-@memories.get("/history/{ref:path}")
+@memories.get("/history/{ref:path}", response_model=HistoryOut)
 async def memory_history(ref: str, store: Store) -> Any:
     """Every version of a memory, oldest first."""
     return {"history": jsonable(await store.history(_ref(ref)))}
 
 
 # -- retrieval ------------------------------------------------------------------------------
-retrieval = APIRouter(prefix="/v1", tags=["retrieval"])
+retrieval = APIRouter(prefix="/v1", tags=["retrieval"], responses=ERROR_RESPONSES)
 
 
-@retrieval.post("/search")
+@retrieval.post("/search", response_model=SearchOut)
 async def search(body: SearchIn, request: Request, store: Store) -> Any:
     """Hybrid search (vector, BM25, exact; RRF); ``explain`` adds the SQL and timings."""
     results = await store.search(body.query, _k(request, body.k), body.filter,
@@ -223,7 +233,7 @@ async def profile(request: Request, store: Store, subject: str | None = None,
 
 
 # -- sessions -------------------------------------------------------------------------------
-sessions = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+sessions = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERROR_RESPONSES)
 
 
 @sessions.get("")
@@ -271,7 +281,7 @@ def _state(state: Any) -> dict[str, Any]:
 
 
 # -- documents ------------------------------------------------------------------------------
-documents = APIRouter(prefix="/v1/documents", tags=["documents"])
+documents = APIRouter(prefix="/v1/documents", tags=["documents"], responses=ERROR_RESPONSES)
 
 
 @documents.post("", status_code=201)
@@ -317,16 +327,16 @@ async def ask(body: AskIn, request: Request, store: Store) -> Any:
 
 
 # -- admin and service ----------------------------------------------------------------------
-service = APIRouter(prefix="/v1", tags=["service"])
+service = APIRouter(prefix="/v1", tags=["service"], responses=ERROR_RESPONSES)
 
 
-@service.get("/health")
+@service.get("/health", response_model=Health)
 async def health(request: Request) -> Any:
     """Liveness (no key needed): the door is up and has its database."""
     return {"ok": request.app.state.door.db is not None}
 
 
-@service.get("/whoami")
+@service.get("/whoami", response_model=WhoAmI)
 async def whoami(key: Principal) -> Any:
     """What the presented key selects (never the key)."""
     return {"key_id": key.key_id, "name": key.name, "tenant": key.tenant,
