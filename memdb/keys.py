@@ -29,14 +29,16 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
+
 from . import _sql
 from . import _validate as v
 from .admin import MemoryAdmin
 from .connection import Database
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput, NotFound, translate
 
 __all__ = ["KeyInfo", "CreatedKey", "Binding", "create_key", "list_keys", "revoke_key",
-           "lookup", "hash_key", "parse_key", "KEY_PREFIX"]
+           "lookup", "lookup_async", "hash_key", "parse_key", "KEY_PREFIX"]
 
 KEY_PREFIX = "mdb_"
 _ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -182,3 +184,18 @@ def lookup(db: Database, key: object) -> Binding | None:
     if row is None:
         return None
     return Binding(**{f: row[f] for f in Binding.__dataclass_fields__})
+
+
+async def lookup_async(conn: Any, key: object) -> Binding | None:
+    """:func:`lookup` on a psycopg ``AsyncConnection`` (autocommit; the HTTP door's pool), so
+    that checking a key costs the event loop no thread hop."""
+    if parse_key(key) is None:
+        return None
+    try:
+        cur = await conn.execute(_sql.query("key_lookup"), {"sha256": hash_key(str(key))})
+        row = await cur.fetchone()
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    if row is None:
+        return None
+    return Binding(*row)

@@ -515,3 +515,20 @@ def test_memdb_serve_command_prints_where_it_listens_and_serves(module_db, keys)
             out, err = proc.communicate(timeout=30)
     assert keys["alice"] not in out + err
     assert "GET /v1/whoami" in out + err  # (uvicorn's access log)
+
+
+def test_key_checks_survive_dropped_connections(door, keys, module_db):
+    """The server ends every connection of the door (a restart, an idle timeout): the next
+    requests still authenticate and work (the pools replace dead connections)."""
+    import psycopg
+
+    with door.client(keys["globex"]) as c:
+        assert c.get("/v1/whoami").status_code == 200
+        with psycopg.connect(module_db, autocommit=True) as admin:
+            ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                  " WHERE datname = current_database() AND pid <>"
+                                  " pg_backend_pid() AND application_name LIKE 'memdb%'"
+                                  ).fetchone()[0]
+        assert ended >= 1
+        assert c.get("/v1/whoami").status_code == 200
+        assert c.get("/v1/memories", params={"limit": 1}).status_code == 200

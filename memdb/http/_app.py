@@ -349,6 +349,9 @@ async def maintenance(body: MaintenanceIn, request: Request, key: Principal) -> 
     only."""
     if not key.is_admin:
         raise Forbidden("maintenance over tenants needs an admin key")
+    clash = {"tenant", "dry_run"} & set(body.options)
+    if clash:
+        raise InvalidInput(f"give {', '.join(sorted(clash))} beside options, not inside them")
     import asyncio
 
     admin = await request.app.state.door.admin()

@@ -11,9 +11,12 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
+import psycopg
+
 from .. import keys as _keys
 from ..aio import AsyncMemoryStore
 from ..connection import Database
+from ..errors import translate
 from ._limits import RateLimiter
 from ._settings import ServerSettings
 
@@ -37,11 +40,20 @@ class DoorState:
         self._lock = asyncio.Lock()
         self._admin: Any = None
         self._admin_lock = asyncio.Lock()
+        self._keys_pool: Any = None
 
     async def start(self) -> None:
-        """Find the server (starting the embedded one when no DSN is given), load the
-        embedder once."""
-        self.db = await asyncio.to_thread(Database, self.settings.dsn, min_size=1, max_size=4)
+        """Find the server (starting the embedded one when no DSN is given), open the small
+        pool that checks keys, load the embedder once."""
+        from psycopg_pool import AsyncConnectionPool
+
+        self.db = await asyncio.to_thread(Database, self.settings.dsn, min_size=1, max_size=1)
+        # check=: a connection the server dropped while idle is replaced, not a failed request
+        self._keys_pool = AsyncConnectionPool(self.db.dsn, min_size=1, max_size=4, open=False,
+                                              check=AsyncConnectionPool.check_connection,
+                                              kwargs={"autocommit": True,
+                                                      "application_name": "memdb-http"})
+        await self._keys_pool.open(wait=True, timeout=30)
         if self.embedder is None:
             from ..embeddings import embedder_from_env
 
@@ -57,14 +69,21 @@ class DoorState:
         if self._admin is not None:
             await asyncio.to_thread(self._admin.close)
             self._admin = None
+        if self._keys_pool is not None:
+            await self._keys_pool.close()
+            self._keys_pool = None
         if self.db is not None:
             await asyncio.to_thread(self.db.close)
             self.db = None
 
     async def authenticate(self, key: str | None) -> _keys.Binding | None:
-        if not key or self.db is None:
+        if not key or self._keys_pool is None or _keys.parse_key(key) is None:
             return None
-        return await asyncio.to_thread(_keys.lookup, self.db, key)
+        try:
+            async with self._keys_pool.connection() as conn:
+                return await _keys.lookup_async(conn, key)
+        except psycopg.Error as exc:  # the pool's timeout too: the database is not there
+            raise translate(exc) from None
 
     @contextlib.asynccontextmanager
     async def store(self, tenant: str, subject: str | None) -> AsyncIterator[Any]:
