@@ -10,8 +10,9 @@ exact, fused).
 
 Workload: --items items in 10 namespaces ("users", "u0".."u9"), English and Chinese texts;
 operations timed one at a time, interleaved per step (memdb, then PostgresStore): put of a
-new key, put of an existing key (update), get, search with a query in one namespace
-(limit 5), search without a query (namespace prefix, limit 10), list_namespaces.
+new key, put of an existing key (update), ANALYZE (as autovacuum would), get, search with a
+query in one namespace (limit 5), search without a query (namespace prefix, limit 10),
+list_namespaces.
 Median and p95 in ms, and the ratio memdb / PostgresStore of the medians.
 
     python benchmarks/langgraph_store.py [--items 500] [--dsn DSN] [--json OUT]
@@ -162,6 +163,9 @@ def main() -> None:
                           "search_prefix": nq, "list_namespaces": 50}
                 results: dict[str, dict[str, dict[str, float]]] = {}
                 for step, make in steps.items():
+                    if step == "get":  # the planner's statistics, as autovacuum would have them
+                        with psycopg.connect(dsn, autocommit=True) as conn:
+                            conn.execute("ANALYZE")
                     results[step] = {}
                     for label, store in stores.items():
                         print(f"{step}: {label}...", file=sys.stderr, flush=True)

@@ -348,3 +348,48 @@ def test_langgraph_is_optional() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "pip install 'memdb[langgraph]'" in out
+
+
+def test_get_uses_the_norm_key_index(fresh_db: str, embedder: Any, raw: Any) -> None:
+    """An item is found through memories_norm_key_idx, not by scanning the subject's rows."""
+    from memdb import _sql
+    from memdb.integrations import _langgraph_map as lgm
+
+    with MemdbStore(fresh_db, embedder=embedder) as lg:
+        lg.batch([PutOp(("p", str(i % 7)), f"k{i}", {"i": i}, index=False)
+                  for i in range(300)])
+        raw.execute("ANALYZE memdb.memories")
+        uri = lgm.item_uri(lg._root, ("p", "3"), "k3")
+        with lg.memory_store._transaction() as conn:
+            plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
+                "EXPLAIN " + _sql.query("langgraph_get"),
+                {"tenant": lg.tenant, "subject": lg.subject, "category": lg.category,
+                 "uris": [uri], "keys": [lgm.norm_key(uri)]}).fetchall())
+        assert "memories_norm_key_idx" in plan, plan
+        assert lg.get(("p", "3"), "k3").value == {"i": 3}
+
+
+def test_concurrent_first_puts_of_one_key_leave_one_item(fresh_db: str, embedder: Any) -> None:
+    import threading
+
+    stores = [MemdbStore(fresh_db, embedder=embedder) for _ in range(4)]
+    barrier = threading.Barrier(len(stores))
+
+    def put(n: int) -> None:
+        barrier.wait()
+        stores[n].put(("race",), "key", {"writer": n})
+
+    threads = [threading.Thread(target=put, args=(n,)) for n in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        with _memories(fresh_db, embedder, "default") as mem:
+            current = mem.list(uri_prefix=stores[0]._root + "race/")
+        assert len(current) == 1
+        assert stores[0].get(("race",), "key").value == current[0].metadata
+        assert [i.key for i in stores[1].search(("race",))] == ["key"]
+    finally:
+        for s in stores:
+            s.close()

@@ -168,11 +168,9 @@ class MemdbStore(BaseStore):
         refresh: dict[Any, float] = {}
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
         if gets:
-            rows = self._rows([lg.item_uri(self._root, tuple(op.namespace), str(op.key))
-                               for _, op in gets])
-            for (i, op), uri in zip(gets, [lg.item_uri(self._root, tuple(o.namespace),
-                                                       str(o.key)) for _, o in gets],
-                                    strict=True):
+            uris = [lg.item_uri(self._root, tuple(op.namespace), str(op.key)) for _, op in gets]
+            rows = self._rows(uris)
+            for (i, op), uri in zip(gets, uris, strict=True):
                 row = rows.get(uri)
                 if row is not None and not row["expired"]:
                     memory = Memory.from_row(row)
