@@ -393,3 +393,17 @@ def test_concurrent_first_puts_of_one_key_leave_one_item(fresh_db: str, embedder
     finally:
         for s in stores:
             s.close()
+
+
+def test_the_sync_store_serves_async_callers(fresh_db: str, embedder: Any) -> None:
+    """MemdbStore's a-methods (an async graph given the sync store) run its batch in a
+    worker thread: the same results as the sync calls."""
+    import asyncio
+
+    async def main(lg: MemdbStore) -> tuple[Any, list[Any]]:
+        await lg.aput(("a",), "k", {"text": "绿茶 green tea"})
+        return await lg.aget(("a",), "k"), await lg.asearch(("a",), query="绿茶")
+
+    with MemdbStore(fresh_db, embedder=embedder) as lg:
+        item, hits = asyncio.run(main(lg))
+        assert item == lg.get(("a",), "k") and [h.key for h in hits] == ["k"]
