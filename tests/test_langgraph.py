@@ -96,7 +96,8 @@ def test_keys_and_labels_are_data_not_paths(lg: Any) -> None:
     assert lg.list_namespaces() == [("ns", "一 / 二")]
 
 
-def test_put_again_updates_in_place(lg: Any, fresh_db: str, embedder: Any) -> None:
+def test_put_again_updates_in_place(fresh_db: str, embedder: Any) -> None:
+    lg = MemdbStore(fresh_db, tenant="acme", embedder=embedder, actor="graph-7")
     lg.put(("users", "alice"), "drink", {"text": "green tea"})
     first = lg.get(("users", "alice"), "drink")
     time.sleep(0.01)
@@ -110,6 +111,9 @@ def test_put_again_updates_in_place(lg: Any, fresh_db: str, embedder: Any) -> No
         (row,) = mem.list(subject="langgraph", limit=10)
         assert row.metadata == second.value and "black coffee" in row.content
         assert [h.op for h in mem.history(row.id)] == ["insert", "update"]
+        assert row.created_by == "graph-7"
+        assert {h.actor for h in mem.history(row.id)} == {"graph-7"}
+    lg.close()
 
 
 def test_equal_values_under_different_keys_and_namespaces_stay_apart(lg: Any) -> None:

@@ -72,13 +72,14 @@ def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool
 class MemdbStore(BaseStore):
     """LangGraph's ``BaseStore`` over one memdb tenant (and subject): items are memories.
 
-    ``dsn``, ``tenant``, ``embedder``, ``pool_size``: as :class:`memdb.MemoryStore`'s (default
-    the embedded server and the local embedder); or pass ``store``, a MemoryStore of your own
-    (its subject, if it has one, wins). ``subject`` and ``category``: where the items live in
-    memdb. ``index``: LangGraph's index config; its ``fields`` choose the text that is
-    searched (default the whole value); memdb embeds with its own embedder, so ``embed`` and
-    ``dims`` are refused (pass ``embedder=``). ``ttl``: LangGraph's TTL config
-    (``default_ttl`` minutes, ``refresh_on_read``); expired items are never returned.
+    ``dsn``, ``tenant``, ``embedder``, ``pool_size``, ``actor`` (who history records): as
+    :class:`memdb.MemoryStore`'s (default the embedded server and the local embedder); or
+    pass ``store``, a MemoryStore of your own (its subject, if it has one, wins).
+    ``subject`` and ``category``: where the items live in memdb. ``index``: LangGraph's
+    index config; its ``fields`` choose the text that is searched (default the whole value);
+    memdb embeds with its own embedder, so ``embed`` and ``dims`` are refused (pass
+    ``embedder=``). ``ttl``: LangGraph's TTL config (``default_ttl`` minutes,
+    ``refresh_on_read``); expired items are never returned.
     """
 
     supports_ttl = True
@@ -87,11 +88,11 @@ class MemdbStore(BaseStore):
                  subject: str = "langgraph", category: str = "general",
                  embedder: Embedder | None = None, index: dict[str, Any] | None = None,
                  ttl: dict[str, Any] | None = None, store: MemoryStore | None = None,
-                 pool_size: int = 4) -> None:
+                 pool_size: int = 4, actor: str | None = None) -> None:
         subject = v.name(subject, "subject")
         if store is None:
             store = MemoryStore(dsn, tenant=tenant, subject=subject, embedder=embedder,
-                                gate=None, pool_size=pool_size)
+                                gate=None, pool_size=pool_size, actor=actor)
             self._owns = True
         elif not isinstance(store, MemoryStore):
             raise InvalidInput(f"store must be a MemoryStore, got {type(store).__name__}")
@@ -344,11 +345,11 @@ class AsyncMemdbStore(MemdbStore):
                  subject: str = "langgraph", category: str = "general",
                  embedder: Embedder | None = None, index: dict[str, Any] | None = None,
                  ttl: dict[str, Any] | None = None, store: Any = None,
-                 pool_size: int = 4) -> None:
+                 pool_size: int = 4, actor: str | None = None) -> None:
         subject = v.name(subject, "subject")
         if store is None:
             store = AsyncMemoryStore(dsn, tenant=tenant, subject=subject, embedder=embedder,
-                                     gate=None, pool_size=pool_size)
+                                     gate=None, pool_size=pool_size, actor=actor)
             self._owns = True
         elif not isinstance(store, AsyncMemoryStore):
             raise InvalidInput(f"store must be an AsyncMemoryStore, got {type(store).__name__}")
