@@ -133,3 +133,23 @@ def test_cli_keys_create_list_revoke(fresh_db, monkeypatch):
     assert key not in revoked.output
     gone = runner.invoke(cli, ["keys", "revoke", "nosuchkey999"])
     assert gone.exit_code == 1 and "no API key" in gone.output
+
+
+def test_a_subjects_export_and_erasure_leave_keys_alone(admin, app_dsn, fresh_db, embedder,
+                                                         tmp_path):
+    """memdb.subject_tables() finds tables by their tenant and subject columns: the keys' column
+    is key_subject, so exporting or erasing a subject as the application login neither needs
+    the keys table (which it may not read) nor copies a hash into the export."""
+    from memdb import MemoryStore
+
+    with MemoryStore(fresh_db, tenant="setup", embedder=embedder, gate=None) as setup:
+        setup.add("registers the embedding space")
+    made = create_key(admin, tenant="acme", subject="alice")
+    with MemoryStore(app_dsn, tenant="acme", embedder=embedder, gate=None) as store:
+        store.add("Alice likes quiet trains", subject="alice")
+        counts = store.subjects.export("alice", tmp_path / "alice.json")
+        assert "api_keys" not in counts
+        exported = (tmp_path / "alice.json").read_text(encoding="utf-8")
+        assert made.info.key_id not in exported
+        store.subjects.forget("alice")
+    assert [k.key_id for k in list_keys(admin)] == [made.info.key_id]
