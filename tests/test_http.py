@@ -45,7 +45,8 @@ def door(module_db, embedder, keys):
     with app_login(module_db) as app_dsn:
         settings = ServerSettings(dsn=app_dsn, admin_dsn=module_db, embedder=embedder,
                                   max_body_bytes=64_000, max_k=50, max_page=200,
-                                  rate_per_second=1000, burst=1000)
+                                  rate_per_second=1000, burst=1000,
+                                  auth_failure_burst=1000)
         with running_door(settings) as running:
             yield running
 
@@ -352,6 +353,22 @@ def test_rate_limit_answers_429_with_retry_after(door, keys):
             assert other.get("/v1/whoami").status_code == 200
     finally:
         state.limiter = saved
+
+
+def test_failed_authentications_are_limited_per_address(door, keys):
+    state = door.app.state.door
+    saved = state.failures
+    state.failures = RateLimiter(rate=0.2, burst=3)
+    try:
+        with door.client() as c:
+            bad = {"Authorization": "Bearer mdb_aaaaaaaaaaaa_" + "b" * 43}
+            codes = [c.get("/v1/whoami", headers=bad).status_code for _ in range(4)]
+            assert codes == [401, 401, 401, 429]
+            # the address is held back, even with a good key, until its bucket refills
+            r = c.get("/v1/whoami", headers={"Authorization": f"Bearer {keys['acme']}"})
+            assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    finally:
+        state.failures = saved
 
 
 def test_twenty_concurrent_adds_of_one_text_create_one_memory(door, keys):

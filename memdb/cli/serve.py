@@ -24,6 +24,10 @@ from ._app import State, cli, emit_json, json_option
               help="Requests per second allowed per key (token bucket; over it: 429).")
 @click.option("--burst", default=40, show_default=True, type=int,
               help="Requests a key may make at once before the rate applies.")
+@click.option("--auth-failure-rate", default=1.0, show_default=True, type=float,
+              help="Failed authentications per second allowed per client address, after a "
+                   "burst of 30 (then 429); 0: no limit (behind a proxy all clients share "
+                   "its address).")
 @click.option("--max-stores", default=32, show_default=True, type=int,
               help="Open stores kept (one per tenant and subject; least recently used closed).")
 @click.option("--log-level", default="info", show_default=True,
@@ -32,8 +36,8 @@ from ._app import State, cli, emit_json, json_option
 @json_option
 @click.pass_obj
 def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tuple[str, ...],
-          max_body: int, rate: float, burst: int, max_stores: int, log_level: str,
-          as_json: bool) -> None:
+          max_body: int, rate: float, burst: int, auth_failure_rate: float, max_stores: int,
+          log_level: str, as_json: bool) -> None:
     """Serve the HTTP API (OpenAPI document at /openapi.json, docs at /docs). Every request
     carries an API key: `Authorization: Bearer mdb_...` (or `X-API-Key`); the key selects the
     tenant and subject, row-level security does the rest. --json prints where it listens as
@@ -43,6 +47,7 @@ def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tupl
     settings = ServerSettings(
         dsn=None if state.dsn_from_env else state.dsn, cors_origins=tuple(cors_origins),
         max_body_bytes=max_body, rate_per_second=rate, burst=burst, max_stores=max_stores,
+        auth_failures_per_second=auth_failure_rate,
         mcp=with_mcp, host=host)
     if port == 0:  # choose the free port here, so that it can be printed
         with socket.socket() as probe:

@@ -66,8 +66,14 @@ def _presented_key(request: Request) -> str | None:
 async def principal(request: Request) -> Binding:
     """The live key of this request (401 without one), within its rate (429)."""
     door: DoorState = request.app.state.door
+    client = request.client.host if request.client else "-"
+    if door.failures.peek(client) > 0:  # this address failed too often: not even a lookup
+        raise HTTPException(429, "too many failed authentications from this address",
+                            headers={"Retry-After": door.failures.retry_after(
+                                door.failures.peek(client))})
     binding = await door.authenticate(_presented_key(request))
     if binding is None:
+        door.failures.take(client)
         raise HTTPException(401, "a valid API key is required (Authorization: Bearer <key>)",
                             headers=_UNAUTHORIZED)
     wait = door.limiter.take(binding.key_id)

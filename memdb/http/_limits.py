@@ -105,6 +105,15 @@ class RateLimiter:
             self._buckets.popitem(last=False)
         return wait
 
+    def peek(self, key: str, now: float | None = None) -> float:
+        """The seconds until ``key`` has a token again (0: it has one now); takes nothing."""
+        if self.rate <= 0 or key not in self._buckets:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets[key]
+        tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     @staticmethod
     def retry_after(wait: float) -> str:
         return str(max(1, math.ceil(wait)))

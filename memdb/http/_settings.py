@@ -18,6 +18,9 @@ class ServerSettings:
     ``rate_per_second`` with ``burst`` (429 with Retry-After). ``max_stores`` open stores, one
     per (tenant, subject), of ``pool_size`` connections each, least recently used closed
     first. ``cors_origins``: browser origins allowed (none: no CORS headers at all).
+    Failed authentications are limited per client address the same way
+    (``auth_failures_per_second``, ``auth_failure_burst``): guessing keys, or hammering the
+    database with well-formed wrong ones, gets 429 too.
     ``mcp``: also serve the MCP streamable-HTTP endpoint at /mcp (memdb[mcp]; the same API
     keys); ``host``: the interface served (the MCP SDK's DNS-rebinding protection uses it)."""
 
@@ -29,6 +32,8 @@ class ServerSettings:
     max_page: int = 500
     rate_per_second: float = 20.0
     burst: int = 40
+    auth_failures_per_second: float = 1.0
+    auth_failure_burst: int = 30
     max_stores: int = 32
     pool_size: int = 2
     cors_origins: tuple[str, ...] = ()

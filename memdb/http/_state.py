@@ -34,6 +34,8 @@ class DoorState:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.limiter = RateLimiter(settings.rate_per_second, settings.burst)
+        self.failures = RateLimiter(settings.auth_failures_per_second,
+                                    settings.auth_failure_burst)
         self.db: Database | None = None
         self.embedder: Any = settings.embedder
         self._stores: OrderedDict[tuple[str, str | None], _Entry] = OrderedDict()
