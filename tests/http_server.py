@@ -13,6 +13,40 @@ from typing import Any
 import httpx
 
 
+def make_keys(dsn: str, embedder: Any) -> dict[str, str]:
+    """API keys on the database ``dsn`` (an admin login): "acme" (tenant-wide), "alice"
+    (tenant acme, subject alice), "globex" (tenant-wide), "admin", "revoked" (acme's, revoked).
+    The embedder's space is registered first (`memdb migrate` with it configured): the
+    application login the door runs as may not create one."""
+    from memdb import MemoryAdmin, MemoryStore
+    from memdb.keys import create_key, revoke_key
+
+    with MemoryStore(dsn, tenant="setup", embedder=embedder, gate=None) as setup:
+        setup.add("registers the embedding space")
+    with MemoryAdmin(dsn) as admin:
+        made = {
+            "acme": create_key(admin, tenant="acme", name="acme team"),
+            "alice": create_key(admin, tenant="acme", subject="alice", name="alice"),
+            "globex": create_key(admin, tenant="globex", name="globex team"),
+            "admin": create_key(admin, is_admin=True, name="ops"),
+            "revoked": create_key(admin, tenant="acme", name="old"),
+        }
+        revoke_key(admin, made["revoked"].info.key_id)
+    return {name: created.key for name, created in made.items()}
+
+
+def door_settings(app_dsn: str, admin_dsn: str, embedder: Any, **overrides: Any) -> Any:
+    """The test door's settings: small caps (body 64,000 bytes, k 50, pages 200) that tests
+    can reach, rate limits out of the way."""
+    from memdb.http import ServerSettings
+
+    values: dict[str, Any] = {"max_body_bytes": 64_000, "max_k": 50, "max_page": 200,
+                              "rate_per_second": 1000, "burst": 1000,
+                              "auth_failure_burst": 1000}
+    values.update(overrides)
+    return ServerSettings(dsn=app_dsn, admin_dsn=admin_dsn, embedder=embedder, **values)
+
+
 class RunningDoor:
     def __init__(self, app: Any, server: Any, url: str) -> None:
         self.app, self.server, self.url = app, server, url

@@ -9,12 +9,12 @@ import logging
 
 import pytest
 
-from memdb import MemoryAdmin, MemoryStore
+from memdb import MemoryAdmin
 from memdb.http import ServerSettings
 from memdb.http._limits import RateLimiter
 from memdb.keys import create_key, revoke_key
 from tests.app_login import app_login
-from tests.http_server import running_door
+from tests.http_server import door_settings, make_keys, running_door
 
 pytest.importorskip("fastapi")
 
@@ -24,31 +24,14 @@ B_DOC = "The globex handbook says: the blue binder sits in vault seven."
 
 @pytest.fixture(scope="module")
 def keys(module_db, embedder):
-    # the embedder's space is registered by the admin (`memdb migrate` with it configured):
-    # the application login the door runs as may not create one
-    with MemoryStore(module_db, tenant="setup", embedder=embedder, gate=None) as setup:
-        setup.add("registers the embedding space")
-    with MemoryAdmin(module_db) as admin:
-        made = {
-            "acme": create_key(admin, tenant="acme", name="acme team"),
-            "alice": create_key(admin, tenant="acme", subject="alice", name="alice"),
-            "globex": create_key(admin, tenant="globex", name="globex team"),
-            "admin": create_key(admin, is_admin=True, name="ops"),
-            "revoked": create_key(admin, tenant="acme", name="old"),
-        }
-        revoke_key(admin, made["revoked"].info.key_id)
-    return {name: created.key for name, created in made.items()}
+    return make_keys(module_db, embedder)
 
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn:
-        settings = ServerSettings(dsn=app_dsn, admin_dsn=module_db, embedder=embedder,
-                                  max_body_bytes=64_000, max_k=50, max_page=200,
-                                  rate_per_second=1000, burst=1000,
-                                  auth_failure_burst=1000)
-        with running_door(settings) as running:
-            yield running
+    with app_login(module_db) as app_dsn, \
+            running_door(door_settings(app_dsn, module_db, embedder)) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -455,15 +438,15 @@ def test_remember_extracts_memories_without_an_llm(door, keys):
 
 def test_open_stores_are_bounded(door, keys):
     state = door.app.state.door
-    saved = state.settings.max_stores
-    state.settings.max_stores = 2
+    saved = state.stores.max_open
+    state.stores.max_open = 2
     try:
         for name in ("acme", "alice", "globex", "acme", "globex", "alice"):
             with door.client(keys[name]) as c:
                 assert c.get("/v1/memories", params={"limit": 1}).status_code == 200
             assert state.open_stores <= 2
     finally:
-        state.settings.max_stores = saved
+        state.stores.max_open = saved
 
 
 def test_cors_only_for_the_configured_origin(module_db, embedder, keys):
