@@ -9,7 +9,8 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from datetime import timedelta
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 
@@ -26,15 +27,22 @@ from ._models import (
     AskIn,
     ContextIn,
     DocumentSearchIn,
+    ForgetSubjectIn,
+    GraphLinkIn,
+    GraphSearchIn,
     IngestIn,
     MaintenanceIn,
     MemoryPatch,
     MessageIn,
+    MetaIn,
     RecallIn,
     RememberIn,
     RemoveDocuments,
+    ReviewDecision,
     SearchIn,
     StateIn,
+    TracesEraseIn,
+    TracesPurgeIn,
 )
 from ._responses import (
     ERROR_RESPONSES,
@@ -332,6 +340,176 @@ async def ask(body: AskIn, request: Request, store: Store) -> Any:
                                               answer=body.answer))
 
 
+# -- graph, review, traces, subjects, meta ---------------------------------------------------
+graph = APIRouter(prefix="/v1/graph", tags=["graph"], responses=ERROR_RESPONSES)
+
+
+@graph.post("/link")
+async def link_graph(body: GraphLinkIn, store: Store) -> Any:
+    """Extract entities and relations from memories (the server's LLM, else the heuristic)
+    and link them into the graph."""
+    return jsonable(await store.graph.link(body.memory_ids, subject=body.subject,
+                                           timeout=body.timeout, limit=body.limit))
+
+
+@graph.get("/neighbors")
+async def graph_neighbors(request: Request, store: Store,
+                          entity: Annotated[str, Query(min_length=1, max_length=200)],
+                          hops: Annotated[int, Query(ge=1, le=4)] = 1,
+                          limit: Annotated[int, Query(ge=1)] = 100) -> Any:
+    """An entity's neighbourhood: the matching entities and the relations within ``hops``."""
+    return jsonable(await store.graph.neighbors(entity, hops=hops,
+                                                limit=_page(request, limit)))
+
+
+@graph.post("/search", response_model=SearchOut)
+async def graph_search(body: GraphSearchIn, request: Request, store: Store) -> Any:
+    """Hybrid search with the graph route (entities named in the query, walked ``hops``)."""
+    results = await store.graph.search(body.query, _k(request, body.k), body.filter,
+                                       hops=body.hops, entities=body.entities,
+                                       routes=body.routes, weights=body.weights,
+                                       explain=body.explain)
+    return _hits(results, body.explain)
+
+
+review = APIRouter(prefix="/v1/review", tags=["review"], responses=ERROR_RESPONSES)
+
+
+@review.get("")
+async def list_review(request: Request, store: Store,
+                      status: Literal["pending", "approved", "rejected", "all"] = "pending",
+                      subject: str | None = None,
+                      limit: Annotated[int, Query(ge=1)] = 100) -> Any:
+    """Review-queue entries (proposed rules), oldest first."""
+    found = await store.review.list(None if status == "all" else status, subject=subject,
+                                    limit=_page(request, limit))
+    return {"items": jsonable(found)}
+
+
+@review.post("/{review_id}/approve")
+async def approve_review(review_id: str, body: ReviewDecision, store: Store) -> Any:
+    """Approve a pending entry: its memory is created."""
+    memory_id = await store.review.approve(review_id, decided_by=body.decided_by)
+    return {"id": review_id, "status": "approved", "memory_id": str(memory_id)}
+
+
+@review.post("/{review_id}/reject")
+async def reject_review(review_id: str, body: ReviewDecision, store: Store) -> Any:
+    """Reject a pending entry (the same text is not proposed again)."""
+    await store.review.reject(review_id, decided_by=body.decided_by)
+    return {"id": review_id, "status": "rejected"}
+
+
+traces = APIRouter(prefix="/v1/traces", tags=["traces"], responses=ERROR_RESPONSES)
+
+
+@traces.get("")
+async def list_traces(request: Request, store: Store,
+                      limit: Annotated[int, Query(ge=1)] = 20) -> Any:
+    """The newest recall traces (summaries), newest first."""
+    return {"traces": jsonable(await store.traces.list(_page(request, limit)))}
+
+
+@traces.get("/stats")
+async def trace_stats(store: Store,
+                      since_hours: Annotated[float | None, Query(gt=0)] = None) -> Any:
+    """Empty-result, fallback and degraded rates, latency and intents of the kept traces."""
+    since = None if since_hours is None else timedelta(hours=since_hours)
+    return jsonable(await store.traces.stats(since))
+
+
+@traces.post("/purge")
+async def purge_traces(body: TracesPurgeIn, store: Store) -> Any:
+    """Delete traces older than ``older_than_days`` (default: the retention period)."""
+    return {"purged": await store.traces.purge(body.older_than_days)}
+
+
+@traces.post("/erase")
+async def erase_traces(body: TracesEraseIn, store: Store) -> Any:
+    """Delete every trace that searched or returned the subject's memories."""
+    _own_subject(store, body.subject)
+    return {"erased": await store.traces.erase(body.subject)}
+
+
+@traces.get("/{trace_id}")
+async def get_trace(trace_id: str, store: Store) -> Any:
+    """One trace with its plan, candidates and chosen ids."""
+    return jsonable(await store.traces.get(trace_id))
+
+
+subjects = APIRouter(prefix="/v1/subjects", tags=["subjects"], responses=ERROR_RESPONSES)
+
+
+def _own_subject(store: Any, subject: str) -> None:
+    """A subject key names only its own subject (row-level security would show it nothing
+    else anyway: this says so instead of answering with nothing)."""
+    confined = store.subject
+    if confined and subject != confined:
+        raise Forbidden(f"this key is confined to subject {confined!r}")
+
+
+@subjects.get("/summary")
+async def subject_summary(store: Store, subject: str | None = None,
+                          k: Annotated[int, Query(ge=1, le=100)] = 5,
+                          max_chars: Annotated[int, Query(ge=1, le=100_000)] = 400) -> Any:
+    """Counts of current memories by kind and category and the most important ones."""
+    return jsonable(await store.subjects.summary(subject=subject, k=k, max_chars=max_chars))
+
+
+@subjects.get("/{subject}/export")
+async def export_subject(subject: str, store: Store) -> Any:
+    """Everything memdb holds about the subject, as JSON (the file ``store.subjects.export``
+    writes, returned instead of written: the server keeps no copy)."""
+    import asyncio
+    import json
+    import os
+    import tempfile
+
+    _own_subject(store, subject)
+    with tempfile.TemporaryDirectory(prefix="memdb-export-") as folder:
+        path = os.path.join(folder, "export.json")
+        counts = await store.subjects.export(subject, path)
+
+        def read() -> Any:
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+
+        data = await asyncio.to_thread(read)
+    return {"subject": subject, "counts": counts, "export": data}
+
+
+@subjects.post("/{subject}/forget")
+async def forget_subject(subject: str, body: ForgetSubjectIn, store: Store) -> Any:
+    """Erase everything about the subject in one transaction; ``confirm`` must repeat the
+    subject's name exactly."""
+    if body.confirm != subject:
+        raise InvalidInput("forgetting a subject needs confirm set to the subject's name "
+                           "exactly")
+    _own_subject(store, subject)
+    return jsonable(await store.subjects.forget(subject, dry_run=body.dry_run))
+
+
+meta = APIRouter(prefix="/v1/meta", tags=["meta"], responses=ERROR_RESPONSES)
+
+
+@meta.post("", status_code=201, response_model=AddOut)
+async def add_meta(body: MetaIn, store: Store) -> Any:
+    """Add to an agent's meta memory (persona, abilities, limits, lessons)."""
+    fields = body.model_dump(exclude_none=True)
+    content, aspect, agent = fields.pop("content"), fields.pop("aspect"), fields.pop("agent")
+    return jsonable(await store.meta.add(content, aspect=aspect, agent=agent, **fields))
+
+
+@meta.get("")
+async def read_meta(request: Request, store: Store, agent: str = "default",
+                    limit: Annotated[int, Query(ge=1)] = 20) -> Any:
+    """An agent's meta memory as one document (persona, abilities, limits, lessons)."""
+    return jsonable(await store.meta.read(agent, limit=_page(request, limit)))
+
+
+FAMILY_ROUTERS = (graph, review, traces, subjects, meta)
+
+
 # -- admin and service ----------------------------------------------------------------------
 service = APIRouter(prefix="/v1", tags=["service"], responses=ERROR_RESPONSES)
 
@@ -412,7 +590,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                               "`Authorization: Bearer mdb_...` (an API key from "
                               "`memdb keys create`).")
     app.state.door = door
-    for router in (memories, retrieval, sessions, documents, service):
+    for router in (memories, retrieval, sessions, documents, *FAMILY_ROUTERS, service):
         app.include_router(router)
     _errors.install(app)
     if settings.cors_origins:

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "MemoryIn", "AddMany", "MemoryPatch", "SearchIn", "RecallIn", "RememberIn", "ContextIn",
     "MessageIn", "StateIn", "TextDocument", "IngestIn", "RemoveDocuments", "DocumentSearchIn",
-    "AskIn", "MaintenanceIn",
+    "AskIn", "MaintenanceIn", "GraphLinkIn", "GraphSearchIn", "ReviewDecision", "TracesPurgeIn",
+    "TracesEraseIn", "ForgetSubjectIn", "MetaIn",
 ]
 
 Name = Field(default=None, max_length=256)
@@ -169,3 +170,59 @@ class MaintenanceIn(_Body):
                                description="only this tenant (default: every tenant)")
     dry_run: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
+
+
+class GraphLinkIn(_Body):
+    memory_ids: list[str] | None = Field(default=None, max_length=10_000, description=(
+        "the memories to (re-)link, in order (default: every current memory of the subject)"))
+    subject: str | None = Name
+    timeout: float | None = Field(default=None, gt=0, le=120,
+                                  description="seconds one extraction waits for the LLM")
+    limit: int = Field(default=1000, ge=1, le=10_000,
+                       description="at most this many memories when memory_ids is not given")
+
+
+class GraphSearchIn(_Body):
+    query: str = Field(max_length=65_536)
+    k: int = Field(default=10, ge=1)
+    filter: dict[str, Any] | None = None
+    hops: int = Field(default=2, ge=0, le=4)
+    entities: list[str] | None = Field(default=None, max_length=100)
+    routes: list[str] | None = None
+    weights: dict[str, float] | None = None
+    explain: bool = False
+
+
+class ReviewDecision(_Body):
+    decided_by: str | None = Name
+
+
+class TracesPurgeIn(_Body):
+    older_than_days: float | None = Field(default=None, ge=0, description=(
+        "default: the retention period ($MEMDB_TRACE_RETENTION_DAYS, 30)"))
+
+
+class TracesEraseIn(_Body):
+    subject: str = Field(min_length=1, max_length=256)
+
+
+class ForgetSubjectIn(_Body):
+    confirm: str = Field(max_length=256, description="the subject's name again, exactly")
+    dry_run: bool = False
+
+
+class MetaIn(_Body):
+    """One item of an agent's meta memory (subject, category and kind follow from the agent
+    and the aspect)."""
+
+    content: str = Field(max_length=65_536)
+    aspect: str = Field(default="persona", max_length=32,
+                        description="persona, abilities, limits or lessons")
+    agent: str = Field(default="default", min_length=1, max_length=256)
+    reason: str | None = Field(default=None, max_length=1000)
+    importance: float | None = None
+    confidence: float | None = None
+    metadata: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    ttl: float | None = Field(default=None, description="seconds")
+    source_id: str | None = Field(default=None, max_length=1024)
