@@ -10,7 +10,8 @@ tenant's memories).
 
 The application login cannot read the table: the door checks a presented key through
 ``memdb.api_key_lookup(sha256)`` (SECURITY DEFINER), which answers with the binding, never a
-hash. :func:`lookup` is that check.
+hash. :func:`lookup` is that check (the doors run it under the async driver:
+:class:`memdb._doors.KeyChecker`).
 
 >>> with MemoryAdmin() as admin:                                  # doctest: +SKIP
 ...     created = create_key(admin, tenant="acme", subject="alice", name="alice's laptop")
@@ -29,16 +30,14 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-
 from . import _sql
 from . import _validate as v
 from .admin import MemoryAdmin
 from .connection import Database
-from .errors import InvalidInput, NotFound, translate
+from .errors import InvalidInput, NotFound
 
 __all__ = ["KeyInfo", "CreatedKey", "Binding", "create_key", "list_keys", "revoke_key",
-           "lookup", "lookup_async", "hash_key", "parse_key", "KEY_PREFIX"]
+           "lookup", "hash_key", "parse_key", "KEY_PREFIX"]
 
 KEY_PREFIX = "mdb_"
 _ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -184,18 +183,3 @@ def lookup(db: Database, key: object) -> Binding | None:
     if row is None:
         return None
     return Binding(**{f: row[f] for f in Binding.__dataclass_fields__})
-
-
-async def lookup_async(conn: Any, key: object) -> Binding | None:
-    """:func:`lookup` on a psycopg ``AsyncConnection`` (autocommit; the HTTP door's pool), so
-    that checking a key costs the event loop no thread hop."""
-    if parse_key(key) is None:
-        return None
-    try:
-        cur = await conn.execute(_sql.query("key_lookup"), {"sha256": hash_key(str(key))})
-        row = await cur.fetchone()
-    except psycopg.Error as exc:
-        raise translate(exc) from exc
-    if row is None:
-        return None
-    return Binding(*row)

@@ -422,6 +422,67 @@ def test_http_with_memdb_api_keys(module_db: str, embedder: Any) -> None:
         run(scenario)
 
 
+class SlowQueries:
+    """The fixture embedder, taking ``delay`` seconds over a query that says "slowly"."""
+
+    def __init__(self, inner: Any, delay: float) -> None:
+        self.inner, self.delay, self.model, self.dims = inner, delay, inner.model, inner.dims
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        return self.inner.embed_passages(texts)
+
+    def embed_queries(self, texts: list[str]) -> Any:
+        if any("slowly" in t for t in texts):
+            time.sleep(self.delay)
+        return self.inner.embed_queries(texts)
+
+
+def test_http_a_store_in_use_is_never_closed_under_its_call(module_db: str,
+                                                            embedder: Any) -> None:
+    """One open store at most (max_open=1) and two tenants: a slow call of the first tenant
+    while the second tenant's store opens. The first store is not closed under its call (the
+    old cache closed it, and the call reopened a pool nobody would close); every connection
+    of the door ends when the server stops."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from memdb.mcp import create_server
+    from memdb.mcp._http import build_app
+
+    label = f"memdb_evict_{uuid.uuid4().hex[:6]}"
+    dsn = make_conninfo(module_db, application_name=label)
+    server = create_server(dsn=dsn, tenant=None, embedder=SlowQueries(embedder, 1.5),
+                           pool_size=1, require_request_scope=True)
+    server.stores.max_open = 1
+    found: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        async with http_session(served.url, "key-acme") as a, \
+                http_session(served.url, "key-globex") as b:
+            await call(a, "remember", subject="ines", content="Ines parks her bike at gate 4")
+
+            async def slow() -> None:
+                found["a"] = await call(a, "search", subject="ines",
+                                        query="slowly: where does Ines park her bike?")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow)
+                await anyio.sleep(0.5)  # the first call waits for its embedding
+                await call(b, "remember", subject="ines", content="Ines takes the 7:40 train")
+                assert len(server.stores) == 2  # over the bound while the first is in use
+            found["b"] = await call(b, "search", subject="ines", query="train")
+            assert len(server.stores) == 1  # back to the bound once it was released
+
+    with Served(build_app(server, authenticate=KEYS.get)) as served:
+        run(scenario)
+    assert "gate 4" in found["a"]["results"][0]["content"]
+    assert "7:40" in found["b"]["results"][0]["content"]
+    with psycopg.connect(module_db, autocommit=True) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                            (label,)).fetchone()[0]
+    assert left == 0
+
+
 def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
     """`memdb mcp --http` as a real process: the configured tenant (--no-keys) and agent."""
     import subprocess

@@ -15,7 +15,8 @@ bound to a subject reaches only that subject.
   API-key check; the HTTP door mounts it in ``memdb serve --mcp`` (its lifespan must be
   entered by the host app: ``async with mcp_app.router.lifespan_context(mcp_app): ...``);
 - :func:`run_http`: serve that app with uvicorn (``memdb mcp --http``);
-- :func:`keys_authenticator`: API key -> :class:`Scope` through :mod:`memdb.keys`.
+- :func:`keys_authenticator`: API key -> :class:`Scope` through :mod:`memdb.keys` (the
+  HTTP door's own key checker, :class:`memdb._doors.KeyChecker`).
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ try:
 except ImportError:  # pragma: no cover (the extra is installed in dev)
     raise MissingDependency("the MCP server needs the MCP SDK: pip install 'memdb[mcp]'") from None
 
-from ._http import ADMIN, BearerAuth, build_app
-from ._server import PROFILE_SCHEME, MemdbMcp, Scope, Stores
+from .._doors import StoreCache
+from ._http import ADMIN, BearerAuth, build_app, call_authenticate
+from ._server import PROFILE_SCHEME, MemdbMcp, Scope
 from ._tools import TOOLS, ToolSpec, input_schema
 
-__all__ = ["Scope", "MemdbMcp", "Stores", "TOOLS", "ToolSpec", "input_schema", "ADMIN",
+__all__ = ["Scope", "MemdbMcp", "StoreCache", "TOOLS", "ToolSpec", "input_schema", "ADMIN",
            "BearerAuth", "PROFILE_SCHEME", "create_server", "serve_stdio", "run_stdio",
            "streamable_http_app", "run_http", "keys_authenticator"]
 
@@ -48,7 +50,7 @@ def create_server(*, dsn: str | None = None, tenant: str | None = "default",
     server), for the scope ``tenant``/``subject``/``agent`` (None with
     ``require_request_scope``: every request brings its own, from its API key)."""
     scope = None if tenant is None else Scope(tenant, subject, agent)
-    return MemdbMcp(Stores(dsn, embedder=embedder, pool_size=pool_size), scope,
+    return MemdbMcp(StoreCache(dsn, embedder=embedder, pool_size=pool_size), scope,
                     require_request_scope=require_request_scope)
 
 
@@ -71,34 +73,32 @@ def run_stdio(**options: Any) -> None:
 
 
 def keys_authenticator(dsn: str | None = None) -> Callable[[str], Any] | None:
-    """API key -> :class:`Scope` (or :data:`ADMIN`, or None) through memdb's API keys
-    (:func:`memdb.keys.lookup`, on a small pool of its own: ``.close()`` it); None when this
-    memdb has no API keys."""
+    """API key -> :class:`Scope` (or :data:`ADMIN`, or None) through memdb's API keys: a
+    coroutine function on a :class:`memdb._doors.KeyChecker` (a small pool of its own:
+    ``await authenticate.close()``); None when this memdb has no API keys."""
     try:
-        from ..keys import lookup
+        from .._doors import KeyChecker
     except ImportError:  # pragma: no cover (the keys land with the HTTP door)
         return None
-    from ..connection import Database
 
-    db = Database(dsn, max_size=2)
+    checker = KeyChecker(dsn, max_size=2)
 
-    def authenticate(token: str) -> Any:
-        db.connect()
-        found = lookup(db, token)
+    async def authenticate(token: str) -> Any:
+        found = await checker.check(token)
         if found is None:
             return None
         if found.is_admin or found.tenant is None:
             return ADMIN
         return Scope(found.tenant, found.subject)
 
-    authenticate.close = db.close  # type: ignore[attr-defined]
+    authenticate.close = checker.close  # type: ignore[attr-defined]
     return authenticate
 
 
 def _with_agent(authenticate: Callable[[str], Any], agent: str) -> Callable[[str], Any]:
     """``authenticate`` whose scopes record ``agent`` on what the tools write."""
-    def with_agent(token: str) -> Any:
-        found = authenticate(token)
+    async def with_agent(token: str) -> Any:
+        found = await call_authenticate(authenticate, token)
         return Scope(found.tenant, found.subject, agent) if isinstance(found, Scope) else found
 
     with_agent.close = getattr(authenticate, "close", None)  # type: ignore[attr-defined]
@@ -113,9 +113,10 @@ def streamable_http_app(*, dsn: str | None = None, tenant: str | None = None,
     """The MCP server as a streamable-HTTP ASGI (Starlette) app, endpoint ``path``.
 
     ``authenticate``: ``"keys"`` (default: memdb's API keys; without them, the configured
-    ``tenant`` serves every caller), a function key -> :class:`Scope` / :data:`ADMIN` / None,
-    or None (no key check: the configured scope for everyone). ``host``: the host the app is
-    served on (127.0.0.1 turns on the SDK's DNS-rebinding protection).
+    ``tenant`` serves every caller), a function key -> :class:`Scope` / :data:`ADMIN` / None
+    (a coroutine function, or a plain one run in a worker thread), or None (no key check:
+    the configured scope for everyone). ``host``: the host the app is served on (127.0.0.1
+    turns on the SDK's DNS-rebinding protection).
     """
     if authenticate == _KEYS:
         authenticate = keys_authenticator(dsn)

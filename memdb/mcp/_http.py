@@ -1,7 +1,8 @@
 """Streamable HTTP for the MCP server: the SDK's ASGI app behind memdb's API-key check.
 
-Every request must carry ``Authorization: Bearer <key>``; ``authenticate(key)`` (run in a
-worker thread: it may query the database) returns the key's :class:`Scope` or None. No key,
+Every request must carry ``Authorization: Bearer <key>``; ``authenticate(key)`` (awaited
+when it is a coroutine function, like memdb's key checker; else run in a worker thread: it
+may query the database) returns the key's :class:`Scope` or None. No key,
 an unknown or revoked key: 401 with ``WWW-Authenticate: Bearer``; an admin key (no tenant):
 403, since every MCP tool works inside one tenant. The scope is put on the request
 (``scope["memdb.scope"]``), where the tool handlers read it, per request: a session id
@@ -15,6 +16,7 @@ caller: bind to 127.0.0.1 (the default) or put it behind something that authenti
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -24,10 +26,24 @@ from starlette.applications import Starlette
 
 from ._server import SCOPE_KEY, MemdbMcp, Scope
 
-__all__ = ["ADMIN", "BearerAuth", "build_app"]
+__all__ = ["ADMIN", "BearerAuth", "build_app", "call_authenticate"]
 
 ADMIN = object()  # what authenticate returns for a valid admin key (no tenant)
 Authenticate = Callable[[str], "Scope | object | None"]
+
+
+async def call_authenticate(authenticate: Authenticate, token: str) -> Any:
+    """``authenticate(token)``: awaited when it is a coroutine function, else in a thread."""
+    if inspect.iscoroutinefunction(authenticate):
+        return await authenticate(token)
+    return await anyio.to_thread.run_sync(authenticate, token)
+
+
+async def _close(close: Any) -> None:
+    if inspect.iscoroutinefunction(close):
+        await close()
+    else:
+        await anyio.to_thread.run_sync(close)
 
 
 def _bearer(scope: dict[str, Any]) -> str | None:
@@ -60,8 +76,7 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
-        found = None if token is None else await anyio.to_thread.run_sync(self.authenticate,
-                                                                          token)
+        found = None if token is None else await call_authenticate(self.authenticate, token)
         if found is ADMIN:
             await _refuse(send, 403, "Forbidden", "an admin key has no tenant: use a tenant's "
                                                   "key for the MCP server")
@@ -92,7 +107,7 @@ def build_app(mcp: MemdbMcp, *, authenticate: Authenticate | None = None, path: 
             await mcp.stores.close()
             close = getattr(authenticate, "close", None)
             if close is not None:
-                await anyio.to_thread.run_sync(close)
+                await _close(close)
 
     app = Starlette(lifespan=lifespan)
     app.mount("/", inner if authenticate is None else BearerAuth(inner, authenticate))

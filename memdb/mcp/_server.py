@@ -13,11 +13,9 @@ gate refusing a memory, a database error) is a tool result with ``isError`` and
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -27,15 +25,15 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from .. import _validate as v
+from .._doors import StoreCache
 from .._redact import redact
-from ..aio import AsyncMemoryStore
 from ..errors import Forbidden, InvalidInput, MemdbError
 from ..ingest import TextSource
 from ..tool import MAX_RESULT_CHARS, TOOL_NAME
 from ..uris import is_uri
 from ._tools import TOOLS, ToolSpec, check_arguments, input_schema
 
-__all__ = ["Scope", "Stores", "MemdbMcp", "PROFILE_SCHEME", "SCOPE_KEY"]
+__all__ = ["Scope", "MemdbMcp", "PROFILE_SCHEME", "SCOPE_KEY"]
 
 log = logging.getLogger("memdb.mcp")
 
@@ -62,38 +60,6 @@ class Scope:
         v.name(self.tenant, "tenant")
         v.optional_name(self.subject, "subject")
         v.optional_name(self.agent, "agent")
-
-
-class Stores:
-    """One :class:`~memdb.AsyncMemoryStore` per (tenant, subject), opened on first use and
-    kept (the least recently used closed beyond ``max_open``)."""
-
-    def __init__(self, dsn: str | None = None, *, embedder: Any = None, pool_size: int = 2,
-                 max_open: int = 32) -> None:
-        self.dsn, self.embedder, self.pool_size, self.max_open = dsn, embedder, pool_size, max_open
-        self._stores: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
-        self._lock = asyncio.Lock()
-
-    async def get(self, scope: Scope) -> Any:
-        key = (scope.tenant, scope.subject)
-        async with self._lock:
-            store = self._stores.get(key)
-            if store is None:
-                store = AsyncMemoryStore(self.dsn, tenant=scope.tenant, subject=scope.subject,
-                                         embedder=self.embedder, pool_size=self.pool_size)
-                await store.__aenter__()
-                self._stores[key] = store
-                while len(self._stores) > self.max_open:
-                    _, old = self._stores.popitem(last=False)
-                    await old.close()
-            self._stores.move_to_end(key)
-            return store
-
-    async def close(self) -> None:
-        async with self._lock:
-            stores, self._stores = list(self._stores.values()), OrderedDict()
-        for store in stores:
-            await store.close()
 
 
 class ToolFailure(MemdbError):
@@ -133,7 +99,7 @@ class MemdbMcp:
     configured one is then never used.
     """
 
-    def __init__(self, stores: Stores, scope: Scope | None = None, *,
+    def __init__(self, stores: StoreCache, scope: Scope | None = None, *,
                  require_request_scope: bool = False) -> None:
         if scope is None and not require_request_scope:
             raise InvalidInput("the MCP server needs a scope (a tenant) or API keys")
@@ -170,8 +136,8 @@ class MemdbMcp:
             scope = self.scope_of(ctx)
             spec, args = check_arguments(params.name, params.arguments,
                                          confined=scope.subject is not None)
-            store = await self.stores.get(scope)
-            result = await _run(spec, dict(args), store, scope, f"mcp:{ctx.request_id}")
+            async with self.stores.store(scope.tenant, scope.subject) as store:
+                result = await _run(spec, dict(args), store, scope, f"mcp:{ctx.request_id}")
             return types.CallToolResult(content=[types.TextContent(type="text",
                                                                    text=_json(result))],
                                         structured_content=json.loads(_json(result)))
@@ -213,17 +179,17 @@ class MemdbMcp:
         uri = str(params.uri)
         try:
             scope = self.scope_of(ctx)
-            store = await self.stores.get(scope)
-            if uri.startswith(PROFILE_SCHEME):
-                subject = v.name(unquote(uri[len(PROFILE_SCHEME):]), "subject")
-                if scope.subject is not None and subject != scope.subject:
-                    raise Forbidden(f"this server is confined to subject {scope.subject!r}")
-                body: Any = await store.profile(subject)
-            elif is_uri(uri):
-                body = (await store.get(uri)).to_dict()
-            else:
-                raise InvalidInput(f"unknown resource {uri[:200]!r}: use {PROFILE_SCHEME}"
-                                   "<subject> or mem://<subject>/<category>/<id>")
+            async with self.stores.store(scope.tenant, scope.subject) as store:
+                if uri.startswith(PROFILE_SCHEME):
+                    subject = v.name(unquote(uri[len(PROFILE_SCHEME):]), "subject")
+                    if scope.subject is not None and subject != scope.subject:
+                        raise Forbidden(f"this server is confined to subject {scope.subject!r}")
+                    body: Any = await store.profile(subject)
+                elif is_uri(uri):
+                    body = (await store.get(uri)).to_dict()
+                else:
+                    raise InvalidInput(f"unknown resource {uri[:200]!r}: use {PROFILE_SCHEME}"
+                                       "<subject> or mem://<subject>/<category>/<id>")
         except MemdbError as exc:
             error = _error(exc)
             raise MCPError(code=types.INVALID_PARAMS,
