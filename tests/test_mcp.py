@@ -484,19 +484,23 @@ def test_http_a_store_in_use_is_never_closed_under_its_call(module_db: str,
 
 
 def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
-    """`memdb mcp --http` as a real process: the configured tenant (--no-keys) and agent."""
+    """`memdb mcp --http` as a real process: the configured tenant (--no-keys) and agent;
+    --port 0 --json: a free port, and where it listens as a JSON line first."""
     import subprocess
 
-    port = _free_port()
     tenant = f"mcp_{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "MEMDB_DSN": module_db, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([SCRIPT, "mcp", "--http", "--port", str(port), "--no-keys",
+    proc = subprocess.Popen([SCRIPT, "mcp", "--http", "--port", "0", "--json", "--no-keys",
                              "--tenant", tenant, "--subject", "kim", "--agent", "helper"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        where = json.loads(proc.stdout.readline() or proc.stderr.read())
+        assert where == {"url": where["url"], "transport": "streamable-http", "keys": False}
+        assert where["url"].startswith("http://127.0.0.1:") and where["url"].endswith("/mcp")
+        port = int(where["url"].rsplit(":", 1)[1].split("/")[0])
         deadline = time.monotonic() + 60
         while True:
-            assert proc.poll() is None, proc.stderr.read().decode()
+            assert proc.poll() is None, proc.stderr.read()
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     break
@@ -504,7 +508,7 @@ def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
             time.sleep(0.1)
 
         async def scenario() -> None:
-            async with http_session(f"http://127.0.0.1:{port}/mcp", None) as s:
+            async with http_session(where["url"], None) as s:
                 stored = await call(s, "remember", content="Kim reviews pull requests daily")
                 memory = (await call(s, "get", memory=stored["id"]))["memory"]
                 assert (memory["tenant"], memory["subject"], memory["agent"]) == (
@@ -514,6 +518,18 @@ def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_memdb_mcp_json_without_http_is_a_usage_error() -> None:
+    """Over stdio, stdout is the protocol channel: --json has nothing to print there."""
+    from click.testing import CliRunner
+
+    from memdb.cli import cli
+
+    result = CliRunner().invoke(cli, ["mcp", "--json"])
+    assert result.exit_code == 2
+    assert "--json needs --http" in result.stderr
+    assert result.stdout == ""
 
 
 def test_database_down_is_a_tool_error_without_the_password() -> None:

@@ -2,9 +2,13 @@
 
     memdb mcp --tenant acme --subject alice          # stdio: Claude Desktop, any MCP client
     memdb mcp --http --port 8765                     # streamable HTTP at /mcp, API keys
+    memdb mcp --http --port 0 --json                 # any free port; prints {"url": ...}
 """
 
 from __future__ import annotations
+
+import json
+import socket
 
 import click
 
@@ -23,14 +27,17 @@ from ._app import State, cli
 @click.option("--http", "http", is_flag=True,
               help="Serve streamable HTTP (endpoint /mcp) instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="--http: address to bind.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535),
-              help="--http: port.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="--http: port (0: any free).")
 @click.option("--no-keys", is_flag=True,
               help="--http: no API keys; every caller gets the configured tenant (only "
                    "behind something that authenticates).")
+@click.option("--json", "as_json", is_flag=True,
+              help="--http: print where it listens as one JSON line ({\"url\": ...}) before "
+                   "serving. Refused without --http: over stdio, stdout is the protocol.")
 @click.pass_obj
 def mcp_command(state: State, tenant: str | None, subject: str | None, agent: str | None,
-                http: bool, host: str, port: int, no_keys: bool) -> None:
+                http: bool, host: str, port: int, no_keys: bool, as_json: bool) -> None:
     """Serve memdb's tools (remember, search, recall, get, update, forget, context,
     add_document, ask) and resources (memdb://profile/{subject}, mem:// URIs) over MCP.
 
@@ -38,12 +45,23 @@ def mcp_command(state: State, tenant: str | None, subject: str | None, agent: st
     over --http each request's API key (Authorization: Bearer) selects its tenant and subject
     (`memdb keys create`), and a wrong key gets 401.
     """
+    if as_json and not http:
+        raise click.UsageError("--json needs --http: over stdio, stdout is the MCP protocol "
+                               "channel")
     from .. import mcp as door  # needs memdb[mcp]
 
     options = {"dsn": None if state.dsn_from_env else state.dsn,
                "tenant": tenant or state.tenant, "subject": subject or state.subject,
                "agent": agent}
     if http:
+        if port == 0:  # choose the free port here, so that it can be printed
+            with socket.socket() as probe:
+                probe.bind((host, 0))
+                port = probe.getsockname()[1]
+        if as_json:
+            click.echo(json.dumps({"url": f"http://{host}:{port}/mcp",
+                                   "transport": "streamable-http",
+                                   "keys": not no_keys}))
         door.run_http(host=host, port=port, authenticate=None if no_keys else "keys",
                       **options)
     else:
