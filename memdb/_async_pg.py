@@ -89,6 +89,14 @@ class Connection:
     def prepare_threshold(self, value: int | None) -> None:
         self._conn.prepare_threshold = value
 
+    @property
+    def autocommit(self) -> bool:
+        return self._conn.autocommit
+
+    @autocommit.setter
+    def autocommit(self, value: bool) -> None:
+        wait(self._conn.set_autocommit(value))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
 

@@ -178,7 +178,7 @@ def lookup(db: Database, key: object) -> Binding | None:
     ``db``: the data path's :class:`Database` (the application login is enough)."""
     if parse_key(key) is None:
         return None
-    with db.transaction() as conn:
+    with db.statement() as conn:  # one statement: no BEGIN/COMMIT round trips
         row = conn.execute(_sql.query("key_lookup"), {"sha256": hash_key(str(key))}).fetchone()
     if row is None:
         return None
