@@ -69,6 +69,17 @@ def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool
     return all(p == "*" or n == p for n, p in pairs)
 
 
+def _own_store(kind: type, store: Any, dsn: str | None, **options: Any) -> tuple[Any, bool]:
+    """(the memdb store to use, whether this LangGraph store opened it and so closes it): the
+    given ``store`` (of ``kind``), else a new one without a write gate (a key-value store keeps
+    what it is given)."""
+    if store is None:
+        return kind(dsn, gate=None, **options), True
+    if not isinstance(store, kind):
+        raise InvalidInput(f"store must be a {kind.__name__}, got {type(store).__name__}")
+    return store, False
+
+
 class MemdbStore(BaseStore):
     """LangGraph's ``BaseStore`` over one memdb tenant (and subject): items are memories.
 
@@ -90,16 +101,10 @@ class MemdbStore(BaseStore):
                  ttl: dict[str, Any] | None = None, store: MemoryStore | None = None,
                  pool_size: int = 4, actor: str | None = None) -> None:
         subject = v.name(subject, "subject")
-        if store is None:
-            store = MemoryStore(dsn, tenant=tenant, subject=subject, embedder=embedder,
-                                gate=None, pool_size=pool_size, actor=actor)
-            self._owns = True
-        elif not isinstance(store, MemoryStore):
-            raise InvalidInput(f"store must be a MemoryStore, got {type(store).__name__}")
-        else:
-            self._owns = False
-        self._mem = store
-        self._configure(store.subject or subject, category, index, ttl)
+        self._mem, self._owns = _own_store(MemoryStore, store, dsn, tenant=tenant,
+                                           subject=subject, embedder=embedder,
+                                           pool_size=pool_size, actor=actor)
+        self._configure(self._mem.subject or subject, category, index, ttl)
 
     def _configure(self, subject: str, category: str, index: dict[str, Any] | None,
                    ttl: dict[str, Any] | None) -> None:
@@ -347,16 +352,10 @@ class AsyncMemdbStore(MemdbStore):
                  ttl: dict[str, Any] | None = None, store: Any = None,
                  pool_size: int = 4, actor: str | None = None) -> None:
         subject = v.name(subject, "subject")
-        if store is None:
-            store = AsyncMemoryStore(dsn, tenant=tenant, subject=subject, embedder=embedder,
-                                     gate=None, pool_size=pool_size, actor=actor)
-            self._owns = True
-        elif not isinstance(store, AsyncMemoryStore):
-            raise InvalidInput(f"store must be an AsyncMemoryStore, got {type(store).__name__}")
-        else:
-            self._owns = False
-        self._amem = store
-        self._mem = store._sync
+        self._amem, self._owns = _own_store(AsyncMemoryStore, store, dsn, tenant=tenant,
+                                            subject=subject, embedder=embedder,
+                                            pool_size=pool_size, actor=actor)
+        self._mem = self._amem._sync
         self._loop: asyncio.AbstractEventLoop | None = None
         self._configure(self._mem.subject or subject, category, index, ttl)
 
