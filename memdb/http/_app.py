@@ -593,6 +593,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
     for router in (memories, retrieval, sessions, documents, *FAMILY_ROUTERS, service):
         app.include_router(router)
     _errors.install(app)
+    if settings.ui:  # the memory browser's pages under /ui (HTML errors there)
+        from ..ui import install as install_ui
+
+        install_ui(app)
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 

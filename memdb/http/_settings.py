@@ -22,7 +22,8 @@ class ServerSettings:
     (``auth_failures_per_second``, ``auth_failure_burst``): guessing keys, or hammering the
     database with well-formed wrong ones, gets 429 too.
     ``mcp``: also serve the MCP streamable-HTTP endpoint at /mcp (memdb[mcp]; the same API
-    keys); ``host``: the interface served (the MCP SDK's DNS-rebinding protection uses it)."""
+    keys); ``host``: the interface served (the MCP SDK's DNS-rebinding protection uses it).
+    ``ui``: also serve the memory browser's pages under /ui (:mod:`memdb.ui`)."""
 
     dsn: str | None = None
     admin_dsn: str | None = None
@@ -39,3 +40,4 @@ class ServerSettings:
     cors_origins: tuple[str, ...] = ()
     mcp: bool = False
     host: str = "127.0.0.1"
+    ui: bool = False

@@ -1,0 +1,467 @@
+"""The pages of the memory browser, under /ui of the HTTP door (see :mod:`memdb.ui`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from psycopg.types.json import Jsonb
+
+from .. import _bridge, _sql
+from ..errors import Forbidden, InvalidInput, MemdbError
+from ..filters import Filter
+from ..http._errors import status_of
+from ..http._json import jsonable
+from ..profile import profile_items
+from ._auth import (
+    COOKIE,
+    LoginNeeded,
+    TooMany,
+    binding_of,
+    check_csrf,
+    check_key,
+    csrf_token,
+    form_of,
+)
+from ._html import Markup, document, esc, tag, text
+
+__all__ = ["router", "install"]
+
+PAGE = 50
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+def _nav(binding: Any, key: str) -> Markup:
+    who = f"{binding.tenant}" + (f" / {binding.subject}" if binding.subject else "")
+    return Markup("".join([
+        tag("a", "Subjects", href="/ui/"), tag("a", "Memories", href="/ui/memories"),
+        tag("a", "Search", href="/ui/search"), tag("a", "Review", href="/ui/review"),
+        tag("a", "Maintenance", href="/ui/maintenance"), tag("a", "Graph", href="/ui/graph"),
+        tag("span", "tenant ", text(who), class_="muted"), " ",
+        tag("form", _csrf_field(key), tag("button", "Log out", type="submit"),
+            method="post", action="/ui/logout", class_="inline"),
+    ]))
+
+
+def _csrf_field(key: str) -> Markup:
+    return tag("input", type="hidden", name="csrf", value=csrf_token(key))
+
+
+def html_page(title: str, body: Any, *, status: int = 200, nav: Any = None,
+              headers: dict[str, str] | None = None) -> HTMLResponse:
+    out = HTMLResponse(document(title, body, nav=nav), status_code=status, headers=headers)
+    out.headers["Content-Security-Policy"] = _CSP
+    out.headers["X-Content-Type-Options"] = "nosniff"
+    out.headers["Referrer-Policy"] = "no-referrer"
+    out.headers["Cache-Control"] = "no-store"
+    return out
+
+
+def _login_form(message: str = "", status: int = 200) -> HTMLResponse:
+    body = [tag("p", message, class_="error") if message else None,
+            tag("form",
+                tag("label", "API key ", tag("input", type="password", name="key",
+                                             autocomplete="off", size="70", required=True)),
+                " ", tag("button", "Log in", type="submit"),
+                method="post", action="/ui/login"),
+            tag("p", "A key from `memdb keys create`; kept in an HttpOnly cookie of this "
+                     "site until you log out.", class_="muted")]
+    return html_page("Log in", body, status=status)
+
+
+class _Ctx:
+    def __init__(self, binding: Any, key: str, store: Any) -> None:
+        self.binding, self.key, self.store = binding, key, store
+
+    def page(self, title: str, body: Any, status: int = 200) -> HTMLResponse:
+        return html_page(title, body, status=status, nav=_nav(self.binding, self.key))
+
+
+@contextlib.asynccontextmanager
+async def _context(request: Request) -> AsyncIterator[_Ctx]:
+    binding, key = await binding_of(request)
+    if binding.is_admin or binding.tenant is None:
+        raise Forbidden("an admin key has no tenant's memories: log in with a tenant's key")
+    async with request.app.state.door.store(binding.tenant, binding.subject) as store:
+        yield _Ctx(binding, key, store)
+
+
+async def _rows(store: Any, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """A named query of sql/queries/ui.sql on the store's connection (RLS as its login)."""
+    core = store._sync
+
+    def run() -> list[dict[str, Any]]:
+        with core._transaction() as conn:
+            return conn.execute(_sql.query(name), {"tenant": core.tenant, **params}).fetchall()
+
+    return await _bridge.run(run)
+
+
+def _table(headers: list[Any], rows: list[list[Any]]) -> Markup:
+    return tag("table", tag("tr", [tag("th", h) for h in headers]),
+               [tag("tr", [tag("td", c) for c in row]) for row in rows])
+
+
+def _counts(counts: dict[str, int]) -> Markup:
+    return Markup(", ".join(f"{esc(k)} {int(n)}" for k, n in sorted(counts.items())))
+
+
+def _mem_link(mid: Any, label: Any = None) -> Markup:
+    return tag("a", label if label is not None else str(mid), href=f"/ui/memories/{mid}")
+
+
+def _pre(value: Any) -> Markup:
+    return tag("pre", json.dumps(jsonable(value), ensure_ascii=False, indent=2, default=str))
+
+
+# -- login ------------------------------------------------------------------------------------
+@router.get("/login")
+async def login_page(request: Request) -> Response:
+    return _login_form()
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    key = (await form_of(request)).get("key", "").strip()
+    binding = await check_key(request, key)
+    if binding is None:
+        return _login_form("That key is not valid (unknown, revoked or mistyped).", 401)
+    out = RedirectResponse("/ui/", status_code=303)
+    out.set_cookie(COOKIE, key, httponly=True, samesite="strict", path="/ui",
+                   secure=request.url.scheme == "https")
+    return out
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    key = request.cookies.get(COOKIE) or ""
+    if key and not check_csrf(key, (await form_of(request)).get("csrf")):
+        return html_page("Forbidden", tag("p", "The form's token does not match."), status=403)
+    out = RedirectResponse("/ui/login", status_code=303)
+    out.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+    return out
+
+
+# -- 1. subjects --------------------------------------------------------------------------------
+@router.get("/")
+async def subjects_page(request: Request) -> Response:
+    async with _context(request) as ctx:
+        rows = await _rows(ctx.store, "ui_subject_counts", {"filter": Jsonb(Filter().to_json())})
+        by: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            entry = by.setdefault(r["subject"], {"total": 0, "kind": {}, "category": {}})
+            n = int(r["n"])
+            entry["total"] += n
+            entry["kind"][r["kind"]] = entry["kind"].get(r["kind"], 0) + n
+            entry["category"][r["category"]] = entry["category"].get(r["category"], 0) + n
+        table = _table(["Subject", "Memories", "By kind", "By category"], [
+            [tag("a", text(s), href="/ui/subjects/" + _q(s)), e["total"], _counts(e["kind"]),
+             _counts(e["category"])] for s, e in sorted(by.items())])
+        return ctx.page("Subjects", table if by else tag("p", "No memories yet."))
+
+
+def _q(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
+
+@router.get("/subjects/{subject}")
+async def subject_page(request: Request, subject: str) -> Response:
+    async with _context(request) as ctx:
+        summary = await ctx.store.subjects.summary(subject=subject, k=10)
+        document_ = await ctx.store.profile(subject)
+        items = profile_items(document_)
+        body = [
+            tag("p", f"{summary['total']} current memories. By kind: ",
+                _counts(summary["by_kind"]), ". By category: ",
+                _counts(summary["by_category"]), "."),
+            tag("p", tag("a", "All of this subject's memories",
+                         href="/ui/memories?" + urlencode({"subject": subject}))),
+            tag("h2", "Profile"),
+            _table(["Section", "Item", "Source"],
+                   [[label, text(content), _mem_link(mid, "memory") if mid else ""]
+                    for label, content, mid in items]) if items
+            else tag("p", "The profile is empty.", class_="muted"),
+            tag("h2", "Most important"),
+            _table(["Kind", "Category", "Importance", "Content"],
+                   [[t["kind"], t["category"], t["importance"],
+                     _mem_link(t["id"], text(t["content"]))] for t in summary["top"]]),
+        ]
+        return ctx.page(f"Subject {subject}", body)
+
+
+# -- 2. memory list -----------------------------------------------------------------------------
+_LIST_FIELDS = ("subject", "kind", "category", "uri_prefix", "tags", "status", "after", "before")
+
+
+@router.get("/memories")
+async def memories_page(request: Request) -> Response:
+    args = {f: (request.query_params.get(f) or "").strip() for f in _LIST_FIELDS}
+    try:
+        page = max(int(request.query_params.get("page") or 1), 1)
+    except ValueError:
+        raise InvalidInput("page must be a whole number") from None
+    async with _context(request) as ctx:
+        conditions: dict[str, Any] = {
+            "subject": args["subject"] or None, "kind": args["kind"] or None,
+            "category": args["category"] or None, "uri_prefix": args["uri_prefix"] or None,
+            "tags": [t.strip() for t in args["tags"].split(",") if t.strip()] or None,
+            "created_after": args["after"] or None, "created_before": args["before"] or None}
+        found = await ctx.store.list({k: v for k, v in conditions.items() if v is not None},
+                                     limit=PAGE + 1, offset=(page - 1) * PAGE)
+        more = len(found) > PAGE
+        found = found[:PAGE]
+        if args["status"]:  # active | hypothesis: within the page
+            found = [m for m in found if m.status == args["status"]]
+        form = tag("form", [tag("label", f.replace("_", " ") + " ",
+                                tag("input", name=f, value=args[f], size="12",
+                                    type="date" if f in ("after", "before") else "text"),
+                                " ") for f in _LIST_FIELDS],
+                   tag("button", "Filter", type="submit"), method="get", action="/ui/memories")
+        table = _table(["Created", "Subject", "Kind", "Category", "Status", "Tags", "Content"],
+                       [[m.created_at.strftime("%Y-%m-%d %H:%M"), text(m.subject),
+                         m.kind.value, m.category.value, m.status, ", ".join(m.tags),
+                         _mem_link(m.id, text(m.content))] for m in found])
+        keep = {k: v for k, v in args.items() if v}
+        pager = [tag("a", "← newer", href="/ui/memories?" + urlencode({**keep, "page": page - 1}))
+                 if page > 1 else None, " ", tag("span", f"page {page}"), " ",
+                 tag("a", "older →", href="/ui/memories?" + urlencode({**keep, "page": page + 1}))
+                 if more else None]
+        return ctx.page("Memories", [form, table if found else tag("p", "No memories match."),
+                                     tag("p", pager)])
+
+
+# -- 3. search -----------------------------------------------------------------------------------
+@router.get("/search")
+async def search_page(request: Request) -> Response:
+    query = (request.query_params.get("q") or "").strip()
+    async with _context(request) as ctx:
+        form = tag("form", tag("input", name="q", value=query, size="60", autofocus=True), " ",
+                   tag("button", "Search", type="submit"), method="get", action="/ui/search")
+        if not query:
+            return ctx.page("Search", form)
+        results = await ctx.store.search(query, 10, explain=True)
+        rows = []
+        for hit in results:
+            d = hit.details or {}
+            routes = [f"{name}: rank {d.get(name + '_rank')}, score "
+                      f"{_num(d.get(name + '_score'))}" for name in
+                      ("vector", "bm25", "exact", "graph") if d.get(name + "_rank") is not None]
+            rest = {k: v for k, v in d.items()
+                    if not any(k.startswith(r) for r in ("vector_", "bm25_", "exact_",
+                                                         "graph_"))}
+            rows.append([hit.rank, _num(hit.score), Markup("<br>".join(esc(r) for r in routes)),
+                         _pre(rest) if rest else "", _mem_link(hit.memory.id,
+                                                               text(hit.memory.content))])
+        body = [form, _table(["Rank", "Fused score", "Routes (rank, score)",
+                              "Multiplier and other details", "Memory"], rows)
+                if rows else tag("p", "Nothing found."),
+                tag("h2", "Plan"), _pre(results.explain or {})]
+        return ctx.page(f"Search: {query}", body)
+
+
+def _num(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else ("" if value is None else str(value))
+
+
+# -- 4. one memory ------------------------------------------------------------------------------
+@router.get("/memories/{ref:path}")
+async def memory_page(request: Request, ref: str) -> Response:
+    if ref.startswith("mem:/") and not ref.startswith("mem://"):
+        ref = "mem://" + ref[len("mem:/"):]
+    async with _context(request) as ctx:
+        memory = await ctx.store.get(ref)
+        history = await ctx.store.history(memory.id)
+        entities = await _rows(ctx.store, "ui_memory_entities", {"id": memory.id})
+        chain: list[Any] = []
+        nxt = memory.superseded_by
+        while nxt is not None and len(chain) < 20:
+            try:
+                later = await ctx.store.get(nxt)
+            except MemdbError:
+                break
+            chain.append(later)
+            nxt = later.superseded_by
+        m = memory
+        fields = [["URI", m.uri], ["Subject", text(m.subject)], ["Kind", m.kind.value],
+                  ["Category", m.category.value], ["Status", m.status],
+                  ["Version", m.version], ["Importance", m.importance],
+                  ["Confidence", m.confidence], ["Tags", ", ".join(m.tags)],
+                  ["Source", f"{m.source_type.value} {m.source_id or ''}"],
+                  ["Created by", m.created_by or ""], ["Created", m.created_at.isoformat()],
+                  ["Valid", f"{m.valid_from.isoformat()} → "
+                            f"{m.valid_to.isoformat() if m.valid_to else 'now'}"],
+                  ["Expires", m.expires_at.isoformat() if m.expires_at else "never"],
+                  ["Uses", m.access_count]]
+        timeline = tag("ol", [tag("li", tag("b", h.at.strftime("%Y-%m-%d %H:%M:%S")), " ",
+                                      h.op, f" by {h.actor}" if h.actor else "",
+                                      f" ({h.reason})" if h.reason else "", ": ",
+                                      text((h.after or h.before or {}).get("content", "")),
+                                      f" (version {(h.after or h.before or {}).get('version')})")
+                               for h in history], class_="timeline")
+        body = [tag("p", text(m.content, "span"), style="font-size:1.2em"),
+                _table(["Field", "Value"], fields),
+                tag("h2", "Superseded by") if chain else None,
+                tag("ol", [tag("li", _mem_link(c.id, text(c.content))) for c in chain],
+                    class_="timeline") if chain else None,
+                tag("h2", "History"), timeline,
+                tag("h2", "Entities"),
+                tag("ul", [tag("li", tag("a", text(e["name"]),
+                                         href="/ui/graph?" + urlencode({"entity": e["name"]})),
+                               f" ({e['type']})") for e in entities])
+                if entities else tag("p", "No entity links.", class_="muted"),
+                tag("h2", "Metadata"), _pre(m.metadata)]
+        return ctx.page("Memory", body)
+
+
+# -- 5. review queue and maintenance ----------------------------------------------------------
+@router.get("/review")
+async def review_page(request: Request) -> Response:
+    status = request.query_params.get("status") or "pending"
+    if status not in ("pending", "approved", "rejected", "all"):
+        raise InvalidInput("status is one of pending, approved, rejected, all")
+    async with _context(request) as ctx:
+        items = await ctx.store.review.list(None if status == "all" else status, limit=200)
+        rows = []
+        for item in items:
+            d = jsonable(item)
+            actions = ""
+            if d.get("status") == "pending":
+                actions = Markup("".join(
+                    tag("form", _csrf_field(ctx.key), tag("button", verb.capitalize(),
+                                                          type="submit"),
+                        method="post", action=f"/ui/review/{d['id']}/{verb}", class_="inline")
+                    for verb in ("approve", "reject")))
+            rows.append([text(d.get("subject", "")), text(d.get("content", "")),
+                         d.get("status", ""), d.get("created_at", ""), actions])
+        links = tag("p", [tag("a", s, href=f"/ui/review?status={s}") for s in
+                          ("pending", "approved", "rejected", "all")], " ")
+        return ctx.page("Review queue", [links, _table(
+            ["Subject", "Proposed", "Status", "Proposed at", ""], rows)
+            if rows else tag("p", f"No {status} entries.")])
+
+
+@router.post("/review/{review_id}/{verb}")
+async def review_decide(request: Request, review_id: str, verb: str) -> Response:
+    if verb not in ("approve", "reject"):
+        return html_page("Not found", tag("p", "No such action."), status=404)
+    form = await form_of(request)
+    async with _context(request) as ctx:
+        if not check_csrf(ctx.key, form.get("csrf")):
+            return ctx.page("Forbidden", tag("p", "The form's token does not match: reload "
+                                                  "the page and try again."), status=403)
+        decided_by = f"ui:{ctx.binding.name or ctx.binding.key_id}"
+        if verb == "approve":
+            await ctx.store.review.approve(review_id, decided_by=decided_by)
+        else:
+            await ctx.store.review.reject(review_id, decided_by=decided_by)
+        return RedirectResponse("/ui/review", status_code=303)
+
+
+@router.get("/maintenance")
+async def maintenance_page(request: Request) -> Response:
+    async with _context(request) as ctx:
+        result = await ctx.store.maintenance.run(dry_run=True)
+        body = [tag("p", "A dry run of one maintenance pass: what it would purge, forget or "
+                         "decay, and why (nothing is changed).", class_="muted"),
+                _pre(result)]
+        return ctx.page("Maintenance (dry run)", body)
+
+
+# -- 6. entity graph ------------------------------------------------------------------------------
+@router.get("/graph")
+async def graph_page(request: Request) -> Response:
+    entity = (request.query_params.get("entity") or "").strip()
+    try:
+        hops = min(max(int(request.query_params.get("hops") or 1), 1), 4)
+    except ValueError:
+        raise InvalidInput("hops must be a whole number from 1 to 4") from None
+    async with _context(request) as ctx:
+        form = tag("form", tag("input", name="entity", value=entity, size="40"), " hops ",
+                   tag("input", name="hops", value=str(hops), size="2"), " ",
+                   tag("button", "Show", type="submit"), method="get", action="/ui/graph")
+        if not entity:
+            return ctx.page("Entity graph", form)
+        view = await ctx.store.graph.neighbors(entity, hops=hops, limit=100)
+        rels = list(view.relations)
+        body = [form, _svg(entity, rels) if rels else tag("p", "No relations found."),
+                _table(["Depth", "From", "Relation", "To", "Evidence"],
+                       [[r.depth, text(r.source), r.type, text(r.target),
+                         _mem_link(r.memory_id, "memory")] for r in rels])]
+        return ctx.page(f"Entity graph: {entity}", body)
+
+
+def _svg(center: str, relations: list[Any]) -> Markup:
+    """A circle layout: the entities asked about in the middle, the others around."""
+    names: list[str] = []
+    for r in relations:
+        for n in (r.source, r.target):
+            if n not in names:
+                names.append(n)
+    low = center.lower()
+    middle = [n for n in names if n.lower() == low] or names[:1]
+    ring = [n for n in names if n not in middle]
+    w, h, radius = 720, 520, 200
+    pos = {n: (w / 2 + 30 * i, h / 2) for i, n in enumerate(middle)}
+    for i, n in enumerate(ring):
+        a = 2 * math.pi * i / max(len(ring), 1)
+        pos[n] = (w / 2 + radius * math.cos(a), h / 2 + radius * math.sin(a))
+    parts = []
+    for r in relations:
+        (x1, y1), (x2, y2) = pos[r.source], pos[r.target]
+        parts.append(tag("line", x1=f"{x1:.0f}", y1=f"{y1:.0f}", x2=f"{x2:.0f}",
+                         y2=f"{y2:.0f}", stroke="#829ab1", stroke_width="2"))
+        parts.append(tag("text", r.type, x=f"{(x1 + x2) / 2:.0f}", y=f"{(y1 + y2) / 2:.0f}",
+                         font_size="11", fill="#486581", text_anchor="middle"))
+    for n, (x, y) in pos.items():
+        parts.append(tag("circle", cx=f"{x:.0f}", cy=f"{y:.0f}", r="8",
+                         fill="#d64545" if n in middle else "#243b53"))
+        parts.append(tag("text", n, x=f"{x:.0f}", y=f"{y - 12:.0f}", font_size="13",
+                         text_anchor="middle"))
+    return tag("svg", parts, xmlns="http://www.w3.org/2000/svg", width=str(w), height=str(h),
+               viewBox=f"0 0 {w} {h}", role="img", aria_label=f"graph around {center}")
+
+
+# -- errors ------------------------------------------------------------------------------------
+async def _login_needed(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, LoginNeeded)
+    if request.method == "GET" and not exc.message:
+        return RedirectResponse("/ui/login", status_code=303)
+    return _login_form(exc.message or "Log in first.", 401)
+
+
+async def _too_many(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, TooMany)
+    return html_page("Too many requests", tag("p", "Too many requests: wait and retry."),
+                     status=429, headers={"Retry-After": exc.retry_after})
+
+
+def install(app: Any) -> None:
+    """Mount the pages on the door's FastAPI app (memdb errors of /ui paths become HTML)."""
+    app.include_router(router)
+    app.add_exception_handler(LoginNeeded, _login_needed)
+    app.add_exception_handler(TooMany, _too_many)
+    previous = app.exception_handlers.get(MemdbError)
+
+    async def memdb_error(request: Request, exc: Exception) -> Response:
+        if not request.url.path.startswith("/ui") and previous is not None:
+            return await previous(request, exc)
+        assert isinstance(exc, MemdbError)
+        status = status_of(exc)
+        title = {404: "Not found", 403: "Forbidden", 400: "Bad request"}.get(status, "Error")
+        from .._redact import redact
+
+        return html_page(title, tag("p", redact(str(exc)) if status < 500
+                                    else type(exc).__name__, class_="error"), status=status)
+
+    app.add_exception_handler(MemdbError, memdb_error)

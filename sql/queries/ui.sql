@@ -1,0 +1,15 @@
+-- Named queries of the memory browser (memdb.ui, loaded by memdb._sql). Parameters are
+-- %(name)s placeholders; row-level security confines them like every other query.
+
+-- name: ui_subject_counts
+SELECT m.subject, m.kind, m.category, count(*) AS n
+FROM memdb.list_memories(%(tenant)s, %(filter)s, 1000000, 0) m
+GROUP BY m.subject, m.kind, m.category
+ORDER BY m.subject, m.kind, m.category;
+
+-- name: ui_memory_entities
+SELECT e.name, e.type
+FROM memdb.entity_mentions x
+JOIN memdb.entities e ON e.id = x.entity_id
+WHERE x.memory_id = %(id)s::uuid AND e.tenant = %(tenant)s::text
+ORDER BY e.name, e.type;

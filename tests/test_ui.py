@@ -1,0 +1,192 @@
+"""The memory browser (memdb.ui) from a real HTTP client (httpx) against uvicorn on a loopback
+port, the data path logged in as an application login: login/logout with the cookie, a wrong
+key, every page in Chinese and English, escaping, cross-tenant 404, review by form (CSRF)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+
+import psycopg
+import pytest
+
+from tests.app_login import app_login
+from tests.http_server import door_settings, make_keys, running_door
+
+pytest.importorskip("fastapi")
+
+XSS = "Alice's note <script>alert(1)</script> & more"
+ZH = "爱丽丝喜欢喝乌龙茶"
+EN = "Alice prefers green tea in the morning"
+B_SECRET = "Globex keeps the launch codes in the blue binder"
+RULE = "Always answer Alice in Chinese 总是用中文回答"
+
+
+@pytest.fixture(scope="module")
+def keys(module_db, embedder):
+    return make_keys(module_db, embedder)
+
+
+@pytest.fixture(scope="module")
+def door(module_db, embedder, keys):
+    with app_login(module_db) as app_dsn, \
+            running_door(door_settings(app_dsn, module_db, embedder, ui=True)) as running:
+        yield running
+
+
+def _propose(dsn: str, tenant: str, subject: str, content: str) -> str:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return str(conn.execute(
+            "INSERT INTO memdb.review_queue (tenant, subject, content, content_hash, reason)"
+            " VALUES (%s, %s, %s, memdb.content_hash(%s), 'rule') RETURNING id",
+            (tenant, subject, content, content)).fetchone()[0])
+
+
+@pytest.fixture(scope="module")
+def data(door, keys, module_db):
+    ids = {}
+    with door.client(keys["acme"]) as a:
+        for name, content, extra in (("zh", ZH, {"category": "preferences"}),
+                                     ("en", EN, {"category": "preferences", "tags": ["tea"]}),
+                                     ("xss", XSS, {})):
+            r = a.post("/v1/memories", json={"content": content, "subject": "alice",
+                                             "source_id": "t1", **extra})
+            assert r.status_code == 201, r.text
+            ids[name] = r.json()["id"]
+        linked = a.post("/v1/graph/link", json={"memory_ids": [ids["en"]]})
+        assert linked.status_code == 200, linked.text
+    with door.client(keys["globex"]) as b:
+        r = b.post("/v1/memories", json={"content": B_SECRET, "subject": "bob",
+                                         "source_id": "t1"})
+        assert r.status_code == 201, r.text
+        ids["globex"] = r.json()["id"]
+    ids["review"] = _propose(module_db, "acme", "alice", RULE)
+    return ids
+
+
+@contextlib.contextmanager
+def _browser(door, key):
+    """An httpx client logged in through the form (the cookie jar keeps the key)."""
+    with door.client(follow_redirects=True) as c:
+        r = c.post("/ui/login", data={"key": key})
+        assert r.status_code in (200, 403), r.text
+        assert str(r.url).endswith("/ui/")
+        yield c
+
+
+def test_login_sets_an_httponly_strict_cookie_and_logout_clears_it(door, keys, data):
+    with door.client() as c:
+        assert c.get("/ui/").status_code == 303  # not logged in: to the login form
+        r = c.post("/ui/login", data={"key": keys["acme"]})
+        assert r.status_code == 303 and r.headers["location"] == "/ui/"
+        cookie = r.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+        assert keys["acme"] not in r.headers["location"]
+        page = c.get("/ui/")
+        assert page.status_code == 200 and "alice" in page.text
+        token = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text).group(1)
+        assert c.post("/ui/logout", data={"csrf": "0" * 40}).status_code == 403
+        out = c.post("/ui/logout", data={"csrf": token})
+        assert out.status_code == 303 and 'memdb_ui=""' in out.headers["set-cookie"]
+        c.cookies.clear()
+        assert c.get("/ui/").status_code == 303
+
+
+def test_wrong_or_revoked_key_is_refused(door, keys):
+    good = keys["acme"]
+    with door.client() as c:
+        for key in (good[:-1] + ("x" if good[-1] != "x" else "y"), keys["revoked"], ""):
+            r = c.post("/ui/login", data={"key": key})
+            assert r.status_code == 401 and "not valid" in r.text
+            assert "set-cookie" not in r.headers
+        c.cookies.set("memdb_ui", keys["revoked"], path="/ui")
+        r = c.get("/ui/memories")
+        assert r.status_code == 401 and "log in again" in r.text
+
+
+def test_every_page_renders_in_chinese_and_english(door, keys, data):
+    timings = {}
+    with _browser(door, keys["acme"]) as c:
+        pages = {
+            "/ui/": ["alice", "preferences"],
+            "/ui/subjects/alice": ["Profile", ZH, EN],
+            "/ui/memories?category=preferences": [ZH, EN],
+            "/ui/memories?tags=tea": [EN],
+            "/ui/search?q=green+tea": [EN, "Fused score", "Plan", "vector: rank"],
+            "/ui/search?q=乌龙茶": [ZH],
+            f"/ui/memories/{data['zh']}": [ZH, "History", "insert"],
+            "/ui/review": [RULE, "Approve"],
+            "/ui/maintenance": ["dry run"],
+            "/ui/graph?entity=Alice": ["Entity graph"],
+        }
+        for url, expected in pages.items():
+            t0 = time.perf_counter()
+            r = c.get(url)
+            timings[url] = (time.perf_counter() - t0) * 1000
+            assert r.status_code == 200, (url, r.text)
+            assert r.headers["content-type"].startswith("text/html; charset=utf-8")
+            assert '<html lang="en">' in r.text and "<script" not in r.text.replace(
+                "&lt;script", "")
+            for want in expected:
+                assert want in r.text, (url, want)
+        assert "lang=\"zh\"" in c.get(f"/ui/memories/{data['zh']}").text
+        assert "Alice" not in c.get("/ui/memories?tags=nosuchtag").text.split("Filter")[-1]
+    print("page render ms:", {k: round(v, 1) for k, v in timings.items()})
+
+
+def test_memory_text_is_escaped(door, keys, data):
+    with _browser(door, keys["acme"]) as c:
+        for url in ("/ui/memories", f"/ui/memories/{data['xss']}", "/ui/subjects/alice"):
+            r = c.get(url)
+            assert "<script>alert(1)</script>" not in r.text, url
+            assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text, url
+        assert "script-src" not in c.get("/ui/").headers["content-security-policy"]
+
+
+def test_cross_tenant_memory_is_404(door, keys, data):
+    with _browser(door, keys["acme"]) as c:
+        r = c.get(f"/ui/memories/{data['globex']}")
+        assert r.status_code == 404 and B_SECRET not in r.text
+        assert B_SECRET not in c.get("/ui/memories").text
+        assert "bob" not in c.get("/ui/").text  # globex's subject
+        assert c.get("/ui/subjects/bob").text.count("0 current memories") == 1
+        assert B_SECRET not in c.get("/ui/search?q=launch+codes+blue+binder").text
+    with _browser(door, keys["globex"]) as b:
+        assert B_SECRET in b.get(f"/ui/memories/{data['globex']}").text
+        assert b.get(f"/ui/memories/{data['zh']}").status_code == 404
+
+
+def test_admin_key_is_told_to_use_a_tenant_key(door, keys):
+    with _browser(door, keys["admin"]) as c:
+        r = c.get("/ui/memories")
+        assert r.status_code == 403 and "tenant" in r.text
+
+
+def test_approve_through_the_form_changes_the_review_item(door, keys, data, module_db):
+    with _browser(door, keys["acme"]) as c:
+        page = c.get("/ui/review").text
+        token = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+        action = f"/ui/review/{data['review']}/approve"
+        assert action in page
+        forged = c.post(action, data={"csrf": "f" * 40})
+        assert forged.status_code == 403
+        with door.client() as stranger:  # no cookie: nothing happens
+            assert stranger.post(action, data={"csrf": token}).status_code == 401
+        with psycopg.connect(module_db) as conn:
+            assert conn.execute("SELECT status FROM memdb.review_queue WHERE id = %s",
+                                (data["review"],)).fetchone()[0] == "pending"
+        done = c.post(action, data={"csrf": token})
+        assert done.status_code == 200 and str(done.url).endswith("/ui/review")
+        assert RULE not in done.text
+        assert RULE in c.get("/ui/review?status=approved").text
+    with psycopg.connect(module_db) as conn:
+        assert conn.execute("SELECT status FROM memdb.review_queue WHERE id = %s",
+                            (data["review"],)).fetchone()[0] == "approved"
+
+
+def test_ui_is_off_unless_asked(module_db, embedder, keys):
+    with app_login(module_db) as app_dsn, \
+            running_door(door_settings(app_dsn, module_db, embedder)) as plain:
+        with plain.client() as c:
+            assert c.get("/ui/login").status_code == 404
