@@ -461,7 +461,9 @@ def install(app: Any) -> None:
         title = {404: "Not found", 403: "Forbidden", 400: "Bad request"}.get(status, "Error")
         from .._redact import redact
 
-        return html_page(title, tag("p", redact(str(exc)) if status < 500
-                                    else type(exc).__name__, class_="error"), status=status)
+        return html_page(title, [tag("p", redact(str(exc)) if status < 500
+                                     else type(exc).__name__, class_="error"),
+                                 tag("p", tag("a", "Back to the memory browser", href="/ui/"))],
+                         status=status)
 
     app.add_exception_handler(MemdbError, memdb_error)

@@ -1,0 +1,148 @@
+"""The memory browser (memdb.ui) driven by headless Chromium (Debian's chromium and
+chromium-driver, through selenium): log in, search, open a memory, approve a review item, a
+cross-tenant URL; each step's screenshot is checked (not blank) and its text read from the DOM.
+Skipped, with the reason, where /usr/bin/chromium or /usr/bin/chromedriver is absent."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+
+import pytest
+
+from tests.app_login import app_login
+from tests.http_server import door_settings, make_keys, running_door
+from tests.test_ui import EN, RULE, XSS, ZH, _propose
+
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+pytest.importorskip("fastapi")
+if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
+    pytest.skip(f"browser tests need {CHROMIUM} and {DRIVER} (apt-get install chromium "
+                "chromium-driver)", allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in memdb[dev]")
+from selenium.webdriver.common.by import By  # noqa: E402
+
+B_SECRET = "Globex keeps the launch codes in the blue binder"
+
+
+def pixels(png: bytes) -> bytes:
+    """The decompressed image data of a PNG (its IDAT chunks)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, data = 8, b""
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        if kind == b"IDAT":
+            data += png[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    return zlib.decompress(data)
+
+
+def check_screenshot(driver, folder, name: str) -> None:
+    png = driver.get_screenshot_as_png()
+    (folder / f"{name}.png").write_bytes(png)
+    raw = pixels(png)
+    # not blank: a white (or any one-colour) page has a handful of distinct byte values
+    assert len(set(raw[::3])) > 16, f"screenshot {name} looks blank"
+
+
+@pytest.fixture(scope="module")
+def keys(module_db, embedder):
+    return make_keys(module_db, embedder)
+
+
+@pytest.fixture(scope="module")
+def door(module_db, embedder, keys):
+    with app_login(module_db) as app_dsn, \
+            running_door(door_settings(app_dsn, module_db, embedder, ui=True)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def data(door, keys, module_db):
+    ids = {}
+    with door.client(keys["acme"]) as a:
+        for name, content in (("zh", ZH), ("en", EN), ("xss", XSS)):
+            r = a.post("/v1/memories", json={"content": content, "subject": "alice",
+                                             "source_id": "t1", "category": "preferences"})
+            assert r.status_code == 201, r.text
+            ids[name] = r.json()["id"]
+    with door.client(keys["globex"]) as b:
+        r = b.post("/v1/memories", json={"content": B_SECRET, "subject": "bob",
+                                         "source_id": "t1"})
+        assert r.status_code == 201, r.text
+        ids["globex"] = r.json()["id"]
+    ids["review"] = _propose(module_db, "acme", "alice", RULE)
+    return ids
+
+
+@pytest.fixture(scope="module")
+def driver():
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,900", "--lang=en-US"):
+        options.add_argument(arg)
+    d = webdriver.Chrome(service=Service(DRIVER), options=options)
+    d.set_page_load_timeout(60)
+    try:
+        yield d
+    finally:
+        d.quit()
+
+
+def body(driver) -> str:
+    return driver.find_element(By.TAG_NAME, "body").text
+
+
+def test_browse_log_in_search_open_approve(door, keys, data, driver, tmp_path):
+    shots = tmp_path
+    driver.get(door.url + "/ui/")  # not logged in: the login form
+    assert "Log in" in driver.title
+    check_screenshot(driver, shots, "login")
+    driver.find_element(By.NAME, "key").send_keys(keys["acme"])
+    driver.find_element(By.CSS_SELECTOR, "form button").click()
+    assert driver.current_url == door.url + "/ui/"
+    assert "alice" in body(driver) and "preferences" in body(driver)
+    assert keys["acme"] not in driver.current_url
+    check_screenshot(driver, shots, "subjects")
+
+    driver.get(door.url + "/ui/memories")
+    assert ZH in body(driver) and EN in body(driver)
+    assert "<script>alert(1)</script>" in body(driver)  # shown as text, not run
+    assert driver.execute_script("return document.querySelectorAll('main script').length") == 0
+    check_screenshot(driver, shots, "memories")
+
+    driver.get(door.url + "/ui/search")
+    box = driver.find_element(By.NAME, "q")
+    box.send_keys("乌龙茶")
+    box.submit()
+    assert "Fused score" in body(driver) and ZH in body(driver)
+    check_screenshot(driver, shots, "search")
+    driver.find_element(By.LINK_TEXT, ZH).click()
+    assert "/ui/memories/" in driver.current_url and "History" in body(driver)
+    assert driver.find_element(By.CSS_SELECTOR, "main p span[lang=zh]").text == ZH
+    check_screenshot(driver, shots, "memory")
+
+    driver.get(door.url + "/ui/review")
+    assert RULE in body(driver)
+    check_screenshot(driver, shots, "review")
+    driver.find_element(By.CSS_SELECTOR,
+                        f"form[action='/ui/review/{data['review']}/approve'] button").click()
+    assert driver.current_url == door.url + "/ui/review"
+    assert RULE not in body(driver)
+    driver.get(door.url + "/ui/review?status=approved")
+    assert RULE in body(driver)
+
+    driver.get(door.url + f"/ui/memories/{data['globex']}")  # another tenant's memory
+    assert driver.title.startswith("Not found") and B_SECRET not in body(driver)
+    check_screenshot(driver, shots, "cross_tenant")
+
+    driver.find_element(By.LINK_TEXT, "Back to the memory browser").click()
+    driver.find_element(By.CSS_SELECTOR, "form[action='/ui/logout'] button").click()
+    assert "Log in" in driver.title
+    driver.get(door.url + "/ui/memories")
+    assert "Log in" in driver.title and ZH not in body(driver)
