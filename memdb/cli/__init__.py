@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (registers the commands)
     meta,
     planner,
     profile,
+    report,
     search,
     serve,
     server,
