@@ -20,6 +20,7 @@ XSS = "Alice's note <script>alert(1)</script> & more"
 ZH = "爱丽丝喜欢喝乌龙茶"
 EN = "Alice prefers green tea in the morning"
 B_SECRET = "Globex keeps the launch codes in the blue binder"
+GRAPH = "Hank works with Gunter on the launch codes."
 RULE = "Always answer Alice in Chinese 总是用中文回答"
 
 
@@ -54,7 +55,11 @@ def data(door, keys, module_db):
                                              "source_id": "t1", **extra})
             assert r.status_code == 201, r.text
             ids[name] = r.json()["id"]
-        linked = a.post("/v1/graph/link", json={"memory_ids": [ids["en"]]})
+        r = a.post("/v1/memories", json={"content": GRAPH, "subject": "alice",
+                                         "source_id": "t1"})
+        assert r.status_code == 201, r.text
+        ids["graph"] = r.json()["id"]
+        linked = a.post("/v1/graph/link", json={"memory_ids": [ids["en"], ids["graph"]]})
         assert linked.status_code == 200, linked.text
     with door.client(keys["globex"]) as b:
         r = b.post("/v1/memories", json={"content": B_SECRET, "subject": "bob",
@@ -144,6 +149,17 @@ def test_memory_text_is_escaped(door, keys, data):
         assert "script-src" not in c.get("/ui/").headers["content-security-policy"]
 
 
+def test_entity_graph_is_drawn_as_svg(door, keys, data):
+    with _browser(door, keys["acme"]) as c:
+        r = c.get("/ui/graph", params={"entity": "Hank"})
+        assert r.status_code == 200
+        svg = r.text[r.text.index("<svg"):r.text.index("</svg>")]
+        assert ">Hank</text>" in svg and ">Gunter</text>" in svg and "<line" in svg
+        memory = c.get(f"/ui/memories/{data['graph']}").text
+        assert 'href="/ui/graph?entity=Hank"' in memory  # its entity links
+        assert c.get("/ui/graph", params={"entity": "Hank", "hops": "x"}).status_code == 400
+
+
 def test_cross_tenant_memory_is_404(door, keys, data):
     with _browser(door, keys["acme"]) as c:
         r = c.get(f"/ui/memories/{data['globex']}")
@@ -157,10 +173,30 @@ def test_cross_tenant_memory_is_404(door, keys, data):
         assert b.get(f"/ui/memories/{data['zh']}").status_code == 404
 
 
-def test_admin_key_is_told_to_use_a_tenant_key(door, keys):
+def test_admin_key_chooses_the_tenant_it_browses(door, keys, data):
     with _browser(door, keys["admin"]) as c:
-        r = c.get("/ui/memories")
-        assert r.status_code == 403 and "tenant" in r.text
+        first = c.get("/ui/memories")  # no tenant chosen yet: the selector
+        assert first.status_code == 200 and "Choose a tenant" in first.text
+        assert '<option value="acme">' in first.text and '<option value="globex">' in first.text
+        token = re.search(r'name="csrf" value="([0-9a-f]+)"', first.text).group(1)
+        assert c.post("/ui/tenant", data={"tenant": "globex", "csrf": "0" * 40}
+                      ).status_code == 403
+        chosen = c.post("/ui/tenant", data={"tenant": "globex", "csrf": token})
+        assert chosen.status_code == 200 and "bob" in chosen.text and "alice" not in chosen.text
+        assert B_SECRET in c.get(f"/ui/memories/{data['globex']}").text
+        assert c.get(f"/ui/memories/{data['zh']}").status_code == 404
+        c.post("/ui/tenant", data={"tenant": "acme", "csrf": token})
+        assert ZH in c.get(f"/ui/memories/{data['zh']}").text
+        assert c.post("/ui/tenant", data={"tenant": " ", "csrf": token}).status_code == 400
+    with _browser(door, keys["acme"]) as c:  # a tenant key may not switch
+        page = c.get("/ui/").text
+        token = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+        assert "switch tenant" not in page
+        assert c.post("/ui/tenant", data={"tenant": "globex", "csrf": token}
+                      ).status_code == 403
+        c.cookies.set("memdb_ui_tenant", "globex", path="/ui")  # a forged cookie: ignored
+        assert B_SECRET not in c.get("/ui/memories").text
+        assert c.get(f"/ui/memories/{data['globex']}").status_code == 404
 
 
 def test_approve_through_the_form_changes_the_review_item(door, keys, data, module_db):

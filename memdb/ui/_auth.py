@@ -16,9 +16,11 @@ from fastapi import Request
 
 from ..keys import Binding
 
-__all__ = ["COOKIE", "LoginNeeded", "binding_of", "csrf_token", "check_csrf", "form_of"]
+__all__ = ["COOKIE", "TENANT_COOKIE", "LoginNeeded", "binding_of", "csrf_token", "check_csrf",
+           "form_of"]
 
 COOKIE = "memdb_ui"
+TENANT_COOKIE = "memdb_ui_tenant"  # the tenant an admin key browses
 _SECRET = secrets.token_bytes(32)
 
 

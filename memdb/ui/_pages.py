@@ -21,6 +21,7 @@ from ..http._json import jsonable
 from ..profile import profile_items
 from ._auth import (
     COOKIE,
+    TENANT_COOKIE,
     LoginNeeded,
     TooMany,
     binding_of,
@@ -40,13 +41,15 @@ _CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 
-def _nav(binding: Any, key: str) -> Markup:
-    who = f"{binding.tenant}" + (f" / {binding.subject}" if binding.subject else "")
+def _nav(binding: Any, key: str, tenant: str | None) -> Markup:
+    who = f"{tenant}" + (f" / {binding.subject}" if binding.subject else "")
+    switch = tag("a", "switch tenant", href="/ui/tenant") if binding.is_admin else ""
     return Markup("".join([
         tag("a", "Subjects", href="/ui/"), tag("a", "Memories", href="/ui/memories"),
         tag("a", "Search", href="/ui/search"), tag("a", "Review", href="/ui/review"),
         tag("a", "Maintenance", href="/ui/maintenance"), tag("a", "Graph", href="/ui/graph"),
-        tag("span", "tenant ", text(who), class_="muted"), " ",
+        tag("span", "admin · " if binding.is_admin else "", "tenant ", text(who),
+            class_="muted"), " ", switch, " ",
         tag("form", _csrf_field(key), tag("button", "Log out", type="submit"),
             method="post", action="/ui/logout", class_="inline"),
     ]))
@@ -82,17 +85,31 @@ class _Ctx:
     def __init__(self, binding: Any, key: str, store: Any) -> None:
         self.binding, self.key, self.store = binding, key, store
 
+    tenant: str | None = None
+
     def page(self, title: str, body: Any, status: int = 200) -> HTMLResponse:
-        return html_page(title, body, status=status, nav=_nav(self.binding, self.key))
+        return html_page(title, body, status=status,
+                         nav=_nav(self.binding, self.key, self.tenant))
+
+
+class ChooseTenant(Exception):
+    """An admin key without a chosen tenant: the page answers with the tenant selector."""
 
 
 @contextlib.asynccontextmanager
 async def _context(request: Request) -> AsyncIterator[_Ctx]:
     binding, key = await binding_of(request)
-    if binding.is_admin or binding.tenant is None:
-        raise Forbidden("an admin key has no tenant's memories: log in with a tenant's key")
-    async with request.app.state.door.store(binding.tenant, binding.subject) as store:
-        yield _Ctx(binding, key, store)
+    tenant, subject = binding.tenant, binding.subject
+    if binding.is_admin:  # an admin key browses the tenant it chose (a cookie like the key's)
+        tenant = request.cookies.get(TENANT_COOKIE) or None
+        if tenant is None:
+            raise ChooseTenant()
+    if tenant is None:
+        raise Forbidden("this key selects no tenant")
+    async with request.app.state.door.store(tenant, subject) as store:
+        ctx = _Ctx(binding, key, store)
+        ctx.tenant = tenant
+        yield ctx
 
 
 async def _rows(store: Any, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -148,6 +165,56 @@ async def logout(request: Request) -> Response:
         return html_page("Forbidden", tag("p", "The form's token does not match."), status=403)
     out = RedirectResponse("/ui/login", status_code=303)
     out.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+    out.delete_cookie(TENANT_COOKIE, path="/ui", httponly=True, samesite="strict")
+    return out
+
+
+# -- the admin's tenant selector ----------------------------------------------------------------
+@router.get("/tenant")
+async def tenant_page(request: Request) -> Response:
+    return await _tenant_selector(request)
+
+
+async def _tenant_selector(request: Request, message: str = "", status: int = 200
+                           ) -> Response:
+    binding, key = await binding_of(request)
+    if not binding.is_admin:
+        raise Forbidden("only an admin key may switch tenant")
+    import asyncio
+
+    from ..keys import list_keys
+
+    admin = await request.app.state.door.admin()
+    known = sorted({k.tenant for k in await asyncio.to_thread(list_keys, admin,
+                                                             include_revoked=False)
+                    if k.tenant})
+    body = [tag("p", message, class_="error") if message else None,
+            tag("p", "An admin key may browse any tenant: choose one (tenants with keys are "
+                     "listed; any name may be typed)."),
+            tag("form", _csrf_field(key),
+                tag("input", name="tenant", list="tenants", size="30", required=True,
+                    value=request.cookies.get(TENANT_COOKIE) or ""),
+                tag("datalist", [tag("option", value=t) for t in known], id="tenants"), " ",
+                tag("button", "Browse", type="submit"), method="post", action="/ui/tenant"),
+            tag("ul", [tag("li", text(t)) for t in known])]
+    return html_page("Choose a tenant", body, status=status,
+                     nav=_nav(binding, key, request.cookies.get(TENANT_COOKIE)))
+
+
+@router.post("/tenant")
+async def choose_tenant(request: Request) -> Response:
+    binding, key = await binding_of(request)
+    form = await form_of(request)
+    if not check_csrf(key, form.get("csrf")):
+        return html_page("Forbidden", tag("p", "The form's token does not match."), status=403)
+    if not binding.is_admin:
+        raise Forbidden("only an admin key may switch tenant")
+    from .. import _validate
+
+    tenant = _validate.name(form.get("tenant", "").strip(), "tenant")
+    out = RedirectResponse("/ui/", status_code=303)
+    out.set_cookie(TENANT_COOKIE, tenant, httponly=True, samesite="strict", path="/ui",
+                   secure=request.url.scheme == "https")
     return out
 
 
@@ -440,6 +507,10 @@ async def _login_needed(request: Request, exc: Exception) -> Response:
     return _login_form(exc.message or "Log in first.", 401)
 
 
+async def _choose_tenant(request: Request, exc: Exception) -> Response:
+    return await _tenant_selector(request)
+
+
 async def _too_many(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, TooMany)
     return html_page("Too many requests", tag("p", "Too many requests: wait and retry."),
@@ -451,6 +522,7 @@ def install(app: Any) -> None:
     app.include_router(router)
     app.add_exception_handler(LoginNeeded, _login_needed)
     app.add_exception_handler(TooMany, _too_many)
+    app.add_exception_handler(ChooseTenant, _choose_tenant)
     previous = app.exception_handlers.get(MemdbError)
 
     async def memdb_error(request: Request, exc: Exception) -> Response:
