@@ -149,6 +149,30 @@ def test_memory_text_is_escaped(door, keys, data):
         assert "script-src" not in c.get("/ui/").headers["content-security-policy"]
 
 
+def test_memory_page_shows_the_supersede_chain_and_history(door, keys):
+    texts = ["我喜欢喝咖啡", "I drink green tea now", "我现在喜欢喝乌龙茶"]
+    ids = []
+    with door.client(keys["acme"]) as a:
+        for i, content in enumerate(texts):
+            r = a.post("/v1/memories", json={"content": content, "subject": "carol",
+                                             "category": "preferences", "norm_key": "drink",
+                                             "source_id": f"c{i}"})
+            assert r.status_code == 201 and r.json()["outcome"] == (
+                "superseded" if i else "created"), r.text
+            ids.append(r.json()["id"])
+        assert a.patch(f"/v1/memories/{ids[2]}", json={"tags": ["tea"], "reason": "标签"}
+                       ).status_code == 200
+    with _browser(door, keys["acme"]) as c:
+        for mid in ids:  # each version's page shows the whole chain, oldest first
+            page = c.get(f"/ui/memories/{mid}").text
+            chain = page[page.index("Versions"):page.index("History")]
+            assert [chain.index(t) for t in texts] == sorted(chain.index(t) for t in texts)
+            assert f'href="/ui/memories/{mid}"' not in chain  # itself: not a link
+        newest = c.get(f"/ui/memories/{ids[2]}").text
+        history = newest[newest.index("History"):]
+        assert "insert" in history and "update" in history and "标签" in history
+
+
 def test_entity_graph_is_drawn_as_svg(door, keys, data):
     with _browser(door, keys["acme"]) as c:
         r = c.get("/ui/graph", params={"entity": "Hank"})

@@ -350,15 +350,7 @@ async def memory_page(request: Request, ref: str) -> Response:
         memory = await ctx.store.get(ref)
         history = await ctx.store.history(memory.id)
         entities = await _rows(ctx.store, "ui_memory_entities", {"id": memory.id})
-        chain: list[Any] = []
-        nxt = memory.superseded_by
-        while nxt is not None and len(chain) < 20:
-            try:
-                later = await ctx.store.get(nxt)
-            except MemdbError:
-                break
-            chain.append(later)
-            nxt = later.superseded_by
+        chain = await _versions(ctx.store, memory)
         m = memory
         fields = [["URI", m.uri], ["Subject", text(m.subject)], ["Kind", m.kind.value],
                   ["Category", m.category.value], ["Status", m.status],
@@ -378,9 +370,13 @@ async def memory_page(request: Request, ref: str) -> Response:
                                for h in history], class_="timeline")
         body = [tag("p", text(m.content, "span"), style="font-size:1.2em"),
                 _table(["Field", "Value"], fields),
-                tag("h2", "Superseded by") if chain else None,
-                tag("ol", [tag("li", _mem_link(c.id, text(c.content))) for c in chain],
-                    class_="timeline") if chain else None,
+                tag("h2", "Versions (the supersede chain)"),
+                tag("ol", [tag("li", tag("b", c.valid_from.strftime("%Y-%m-%d %H:%M:%S")),
+                               " → ", c.valid_to.strftime("%Y-%m-%d %H:%M:%S")
+                               if c.valid_to else "now", ": ",
+                               tag("b", text(c.content)) if c.id == m.id
+                               else _mem_link(c.id, text(c.content)))
+                        for c in chain], class_="timeline"),
                 tag("h2", "History"), timeline,
                 tag("h2", "Entities"),
                 tag("ul", [tag("li", tag("a", text(e["name"]),
@@ -389,6 +385,31 @@ async def memory_page(request: Request, ref: str) -> Response:
                 if entities else tag("p", "No entity links.", class_="muted"),
                 tag("h2", "Metadata"), _pre(m.metadata)]
         return ctx.page("Memory", body)
+
+
+async def _versions(store: Any, memory: Any, most: int = 20) -> list[Any]:
+    """The memory's supersede chain, oldest first: the ones it replaced, it, its successors."""
+    before: list[Any] = []
+    current = memory
+    while len(before) < most:
+        rows = await _rows(store, "ui_superseded_by", {"id": current.id})
+        if not rows:
+            break
+        try:
+            current = await store.get(rows[0]["id"])
+        except MemdbError:
+            break
+        before.append(current)
+    after: list[Any] = []
+    nxt = memory.superseded_by
+    while nxt is not None and len(after) < most:
+        try:
+            later = await store.get(nxt)
+        except MemdbError:
+            break
+        after.append(later)
+        nxt = later.superseded_by
+    return [*reversed(before), memory, *after]
 
 
 # -- 5. review queue and maintenance ----------------------------------------------------------

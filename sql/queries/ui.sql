@@ -13,3 +13,10 @@ FROM memdb.entity_mentions x
 JOIN memdb.entities e ON e.id = x.entity_id
 WHERE x.memory_id = %(id)s::uuid AND e.tenant = %(tenant)s::text
 ORDER BY e.name, e.type;
+
+-- name: ui_superseded_by
+SELECT m.id
+FROM memdb.memories m
+WHERE m.tenant = %(tenant)s::text AND m.superseded_by = %(id)s::uuid
+ORDER BY m.valid_from DESC
+LIMIT 1;
