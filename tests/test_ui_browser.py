@@ -98,13 +98,25 @@ def body(driver) -> str:
     return driver.find_element(By.TAG_NAME, "body").text
 
 
+def click(driver, element) -> None:
+    """Click, then wait until the next page has replaced this one (the URL may not change)."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 60).until(
+        lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def test_browse_log_in_search_open_approve(door, keys, data, driver, tmp_path):
     shots = tmp_path
     driver.get(door.url + "/ui/")  # not logged in: the login form
     assert "Log in" in driver.title
     check_screenshot(driver, shots, "login")
     driver.find_element(By.NAME, "key").send_keys(keys["acme"])
-    driver.find_element(By.CSS_SELECTOR, "form button").click()
+    click(driver, driver.find_element(By.CSS_SELECTOR, "form button"))
     assert driver.current_url == door.url + "/ui/"
     assert "alice" in body(driver) and "preferences" in body(driver)
     assert keys["acme"] not in driver.current_url
@@ -119,10 +131,10 @@ def test_browse_log_in_search_open_approve(door, keys, data, driver, tmp_path):
     driver.get(door.url + "/ui/search")
     box = driver.find_element(By.NAME, "q")
     box.send_keys("乌龙茶")
-    box.submit()
+    click(driver, driver.find_element(By.CSS_SELECTOR, "main form button"))
     assert "Fused score" in body(driver) and ZH in body(driver)
     check_screenshot(driver, shots, "search")
-    driver.find_element(By.LINK_TEXT, ZH).click()
+    click(driver, driver.find_element(By.LINK_TEXT, ZH))
     assert "/ui/memories/" in driver.current_url and "History" in body(driver)
     assert driver.find_element(By.CSS_SELECTOR, "main p span[lang=zh]").text == ZH
     check_screenshot(driver, shots, "memory")
@@ -130,8 +142,8 @@ def test_browse_log_in_search_open_approve(door, keys, data, driver, tmp_path):
     driver.get(door.url + "/ui/review")
     assert RULE in body(driver)
     check_screenshot(driver, shots, "review")
-    driver.find_element(By.CSS_SELECTOR,
-                        f"form[action='/ui/review/{data['review']}/approve'] button").click()
+    click(driver, driver.find_element(
+        By.CSS_SELECTOR, f"form[action='/ui/review/{data['review']}/approve'] button"))
     assert driver.current_url == door.url + "/ui/review"
     assert RULE not in body(driver)
     driver.get(door.url + "/ui/review?status=approved")
@@ -141,8 +153,8 @@ def test_browse_log_in_search_open_approve(door, keys, data, driver, tmp_path):
     assert driver.title.startswith("Not found") and B_SECRET not in body(driver)
     check_screenshot(driver, shots, "cross_tenant")
 
-    driver.find_element(By.LINK_TEXT, "Back to the memory browser").click()
-    driver.find_element(By.CSS_SELECTOR, "form[action='/ui/logout'] button").click()
+    click(driver, driver.find_element(By.LINK_TEXT, "Back to the memory browser"))
+    click(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/ui/logout'] button"))
     assert "Log in" in driver.title
     driver.get(door.url + "/ui/memories")
     assert "Log in" in driver.title and ZH not in body(driver)
