@@ -257,3 +257,22 @@ def test_plot_labels_never_tofu() -> None:
         warnings.filterwarnings("error", message=".*[Gg]lyph.*missing")
         png = _plots._bars(plt, "t", ["张伟的偏好", "tea"], [1, 2])
     assert _png_pixels_vary(png)
+
+
+def test_demo_screenshot_script(fresh_db: str, tmp_path: Path) -> None:
+    """scripts/report_screenshot.py: the demo data, its recalls, the report (and, with
+    chromium, the README's screenshot)."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "report_screenshot.py"
+    shot = tmp_path / "shot.png"
+    res = subprocess.run([sys.executable, str(script), "--dsn", fresh_db, "--out",
+                          str(tmp_path / "demo"), "--png", str(shot)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    data = json.loads((tmp_path / "demo" / "report.json").read_text(encoding="utf-8"))
+    from memdb.demo import MEMORIES, SEARCHES
+
+    assert data["totals"]["current"] == len(MEMORIES)
+    assert data["traces"]["searches"] == len(SEARCHES)
+    assert "findfont" not in res.stderr
+    if shutil.which("chromium"):
+        assert _png_pixels_vary(shot.read_bytes())

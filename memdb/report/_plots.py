@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import io
+import logging
 from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any
@@ -94,11 +95,13 @@ def _bars(plt: Any, title: str, labels: list[Any], values: list[float], *, xlabe
         ax.invert_yaxis()
         ax.set_xlabel(ylabel)
         ax.bar_label(bars, labels=[fmt.format(x) for x in values], padding=2, fontsize=8)
+        ax.margins(x=0.12)  # room for the value labels
     else:
         bars = ax.bar(labels, values, color="#4C72B0")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.bar_label(bars, labels=[fmt.format(x) for x in values], padding=2, fontsize=8)
+        ax.margins(y=0.12)
         if len(labels) > 6:
             ax.tick_params(axis="x", labelrotation=45)
     ax.set_title(title)
@@ -141,6 +144,7 @@ def _weekly_bars(plt: Any, title: str, rows: list[dict[str, Any]], ylabel: str) 
     fig, ax = plt.subplots(figsize=(7, 3.6))
     bars = ax.bar(weeks, [r["n"] for r in rows], width=6, align="edge", color="#4C72B0")
     ax.bar_label(bars, padding=2, fontsize=8)
+    ax.margins(y=0.12)
     ax.set_ylabel(ylabel)
     ax.set_xlabel("week (Monday, UTC)")
     _week_axis(ax, weeks)
@@ -225,5 +229,11 @@ def figures(data: dict[str, Any]) -> dict[str, bytes]:
     }
     if data.get("eval"):
         makers["eval_recall"] = lambda: _eval(plt, data["eval"])
-    with plt.rc_context(rc):
-        return {name: make() for name, make in makers.items()}
+    fonts = logging.getLogger("matplotlib.font_manager")
+    level = fonts.level
+    fonts.setLevel(logging.ERROR)  # "failed to find font weight normal": a CJK font's 500 is fine
+    try:
+        with plt.rc_context(rc):
+            return {name: make() for name, make in makers.items()}
+    finally:
+        fonts.setLevel(level)
