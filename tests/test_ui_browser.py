@@ -158,3 +158,28 @@ def test_browse_log_in_search_open_approve(door, keys, data, driver, tmp_path):
     assert "Log in" in driver.title
     driver.get(door.url + "/ui/memories")
     assert "Log in" in driver.title and ZH not in body(driver)
+
+
+def test_screenshot_script_draws_every_page(fresh_db, tmp_path):
+    """scripts/ui_screenshots.py on a fresh database: the demo data, a key (revoked after),
+    a screenshot of each page, none blank."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "ui_screenshots.py"
+    res = subprocess.run([sys.executable, str(script), "--dsn", fresh_db, "--admin-dsn",
+                          fresh_db, "--out", str(tmp_path)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert res.returncode == 0, res.stderr
+    shots = sorted(p.name for p in tmp_path.glob("ui-*.png"))
+    assert shots == sorted(f"ui-{n}.png" for n in ("subjects", "profile", "memories", "search",
+                                                   "memory", "review", "maintenance",
+                                                   "graph"))
+    for name in shots:
+        assert len(set(pixels((tmp_path / name).read_bytes())[::3])) > 16, name
+    import psycopg
+
+    with psycopg.connect(fresh_db) as conn:  # the script's key is revoked
+        assert conn.execute("SELECT count(*) FROM memdb.api_keys WHERE revoked_at IS NULL"
+                            ).fetchone()[0] == 0

@@ -490,26 +490,39 @@ async def graph_page(request: Request) -> Response:
 
 
 def _svg(center: str, relations: list[Any]) -> Markup:
-    """A circle layout: the entities asked about in the middle, the others around."""
-    names: list[str] = []
-    for r in relations:
-        for n in (r.source, r.target):
-            if n not in names:
-                names.append(n)
+    """Rings by distance: the entity asked about in the middle, its neighbours around it, the
+    ones two hops away on the next ring (a breadth-first walk of the relations)."""
     low = center.lower()
+    names = list(dict.fromkeys(n for r in relations for n in (r.source, r.target)))
     middle = [n for n in names if n.lower() == low] or names[:1]
-    ring = [n for n in names if n not in middle]
-    w, h, radius = 720, 520, 200
-    pos = {n: (w / 2 + 30 * i, h / 2) for i, n in enumerate(middle)}
-    for i, n in enumerate(ring):
-        a = 2 * math.pi * i / max(len(ring), 1)
-        pos[n] = (w / 2 + radius * math.cos(a), h / 2 + radius * math.sin(a))
+    depth = {n: 0 for n in middle}
+    frontier = list(middle)
+    while frontier:
+        nxt = []
+        for r in relations:
+            for a, b in ((r.source, r.target), (r.target, r.source)):
+                if a in frontier and b not in depth:
+                    depth[b] = depth[a] + 1
+                    nxt.append(b)
+        frontier = nxt
+    for n in names:
+        depth.setdefault(n, max(depth.values()) + 1)
+    w, h = 760, 560
+    pos: dict[str, tuple[float, float]] = {}
+    for d in sorted(set(depth.values())):
+        ring = [n for n in names if depth[n] == d]
+        for i, n in enumerate(ring):
+            if d == 0:
+                pos[n] = (w / 2 + 40 * i, h / 2)
+                continue
+            a = -math.pi / 2 + 0.7 * d + 2 * math.pi * i / len(ring)
+            pos[n] = (w / 2 + 120 * d * math.cos(a) * 1.3, h / 2 + 120 * d * math.sin(a))
     parts = []
     for r in relations:
         (x1, y1), (x2, y2) = pos[r.source], pos[r.target]
         parts.append(tag("line", x1=f"{x1:.0f}", y1=f"{y1:.0f}", x2=f"{x2:.0f}",
                          y2=f"{y2:.0f}", stroke="#829ab1", stroke_width="2"))
-        parts.append(tag("text", r.type, x=f"{(x1 + x2) / 2:.0f}", y=f"{(y1 + y2) / 2:.0f}",
+        parts.append(tag("text", r.type, x=f"{(x1 + x2) / 2:.0f}", y=f"{(y1 + y2) / 2 - 4:.0f}",
                          font_size="11", fill="#486581", text_anchor="middle"))
     for n, (x, y) in pos.items():
         parts.append(tag("circle", cx=f"{x:.0f}", cy=f"{y:.0f}", r="8",
