@@ -36,9 +36,9 @@ def _seed(store: MemoryStore, other: MemoryStore) -> None:
         ("我喜欢喝乌龙茶", "u1", "semantic", "preferences", 0, None),
         ("I prefer window seats on planes", "u1", "semantic", "preferences", 3, None),
         ("张伟住在杭州", "u1", "semantic", "entities", 12, None),
-        ("Met Alice at the conference", "u2", "episodic", "events", 40, 5),
-        ("会议记录：周五发布", "u2", "episodic", "events", 100, 20),
-        ("Run tests with pytest -q", "u2", "procedural", "skills", 400, 200),
+        ("Met Alice at the conference", "u2", "episodic", "events", 40, 6.9),
+        ("会议记录：周五发布", "u2", "episodic", "events", 100, 29.5),
+        ("Run tests with pytest -q", "u2", "procedural", "skills", 400, 364),
         ("Scratch note for this session", "u1", "working", "general", 0, 2),
         ("草稿：明天再看", "u1", "working", "general", 1, 400),
     ]
