@@ -199,6 +199,11 @@ def test_report_eval_json(store: MemoryStore, tmp_path: Path) -> None:
         write_report(store, tmp_path / "bad", eval_path=bad)
     with pytest.raises(InvalidInput, match="no evaluation file"):
         write_report(store, tmp_path / "bad", eval_path=tmp_path / "missing.json")
+    with pytest.raises(InvalidInput, match="subject"):
+        write_report(store, tmp_path / "bad", subject="  ")
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(InvalidInput, match="is a file"):
+        write_report(store, tmp_path / "file")
     assert not (tmp_path / "bad").exists()  # bad input changes nothing
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidInput
 from ._data import collect, load_eval
 
 __all__ = ["ReportResult", "write_report", "collect", "load_eval"]
@@ -49,12 +50,14 @@ def write_report(store: Any, out_dir: str | Path, subject: str | None = None,
 
     started = time.perf_counter()
     _plots._pyplot()  # fail before touching the database or the disk
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InvalidInput(f"the report's folder is a file: {str(out)!r}")
     ev = load_eval(eval_path) if eval_path is not None else None
     data = collect(store, subject)
     if ev is not None:
         data["eval"] = ev
     pngs = _plots.figures(data)
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     images = {}
     for name, png in pngs.items():
