@@ -42,12 +42,16 @@ def _seed(store: MemoryStore, other: MemoryStore) -> None:
         ("Scratch note for this session", "u1", "working", "general", 0, 2),
         ("草稿：明天再看", "u1", "working", "general", 1, 400),
     ]
+    ids = []
     for content, subject, kind, category, age_days, ttl_days in rows:
         fields = {"subject": subject, "kind": kind, "category": category,
                   "created_at": NOW - timedelta(days=age_days)}
         if ttl_days is not None:
             fields["expires_at"] = NOW + timedelta(days=ttl_days)
-        store.add(content, **fields)
+        ids.append(store.add(content, **fields).id)
+    for _ in range(10):  # the newest, used ten times: hot (1.5 at most)
+        store.mark_used(ids[:1])
+    store.mark_used(ids[3:4])
     # supersessions: a newer value of the same key replaces the older one
     store.add("张伟住在杭州市", subject="u1", category="entities", norm_key="city")
     store.add("张伟住在上海", subject="u1", category="entities", norm_key="city")
@@ -122,7 +126,16 @@ def test_report_figures_match_sql(seeded: MemoryStore, raw, tmp_path: Path) -> N
               for i in range(6)]
     assert [b["n"] for b in data["age"]] == expect
     assert [c[0] for c in _table(html, "age").values()] == [str(n) for n in expect]
-    assert sum(b["n"] for b in data["hotness"]) == len(ages)
+    # hotness, as memdb.hotness defines it, binned in Python (0.1 wide from 0.3)
+    hot = [0] * 12
+    for age, uses in raw.execute(
+            "SELECT extract(epoch FROM now() - m.created_at) / 86400.0, u.use_count "
+            "FROM memdb.memories m LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id "
+            f"AND u.subject = m.subject WHERE m.{cur}", (t,)):
+        h = (1 + min(0.5, 0.05 * (uses or 0))) * max(0.3, 1 - float(age) / 365)
+        hot[min(int((h - 0.3) / 0.1 + 1e-9), 11)] += 1
+    assert [b["n"] for b in data["hotness"]] == hot and sum(hot) == len(ages)
+    assert hot[-1] == 1  # the memory used ten times
     # expiry horizon
     exp = [r[0] for r in raw.execute(f"SELECT expires_at - now() FROM memdb.memories WHERE {cur} "
                                      "AND expires_at > now()", (t,))]
