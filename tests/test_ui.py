@@ -173,6 +173,24 @@ def test_memory_page_shows_the_supersede_chain_and_history(door, keys):
         assert "insert" in history and "update" in history and "标签" in history
 
 
+def test_maintenance_dry_run_says_what_would_go_and_why(door, keys, module_db):
+    faint, brief = "一条几乎不重要的笔记 faint note", "The parking ticket expires soon"
+    with door.client(keys["acme"]) as a:
+        r = a.post("/v1/memories", json={"content": faint, "subject": "dora",
+                                         "importance": 0.05, "source_id": "m1"})
+        assert r.status_code == 201, r.text
+        r = a.post("/v1/memories", json={"content": brief, "subject": "dora",
+                                         "ttl": 3 * 86400, "source_id": "m2"})
+        assert r.status_code == 201, r.text
+    with _browser(door, keys["acme"]) as c:
+        page = c.get("/ui/maintenance").text
+    gone = page[page.index("Would be forgotten"):page.index("Expiring")]
+    assert faint in gone and "importance below 0.1" in gone and brief not in gone
+    assert brief in page[page.index("Expiring"):page.index("The pass")]
+    with door.client(keys["acme"]) as a:  # a dry run: still there
+        assert faint in a.get("/v1/memories", params={"subject": "dora"}).text
+
+
 def test_entity_graph_is_drawn_as_svg(door, keys, data):
     with _browser(door, keys["acme"]) as c:
         r = c.get("/ui/graph", params={"entity": "Hank"})

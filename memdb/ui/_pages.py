@@ -459,10 +459,40 @@ async def review_decide(request: Request, review_id: str, verb: str) -> Response
 @router.get("/maintenance")
 async def maintenance_page(request: Request) -> Response:
     async with _context(request) as ctx:
-        result = await ctx.store.maintenance.run(dry_run=True)
+        m = ctx.store.maintenance
+        result = await m.run(dry_run=True)
+        why: list[tuple[str, Any]] = [
+            ("importance below 0.1", await m.forget_by_importance(dry_run=True, limit=50)),
+            ("older than 180 days and never used", await m.forget_by_age(dry_run=True,
+                                                                          limit=50)),
+            ("over 100 working memories in its session", await m.forget_by_capacity(
+                dry_run=True, limit=50))]
+        hypotheses = await m.decay_hypotheses(dry_run=True, limit=50)
+        why.append(("an unconfirmed hypothesis whose confidence decays below 0.2",
+                    [h.id for h in hypotheses if h.action == "forget"]))
+        rows = []
+        for reason, ids in why:
+            for mid in ids:
+                try:
+                    content = (await ctx.store.get(mid)).content
+                except MemdbError:
+                    continue
+                rows.append([_mem_link(mid, text(content)), reason])
+        expiring = await _rows(ctx.store, "ui_expiring", {
+            "filter": Jsonb(Filter().to_json()), "days": 30, "limit": 100})
         body = [tag("p", "A dry run of one maintenance pass: what it would purge, forget or "
-                         "decay, and why (nothing is changed).", class_="muted"),
-                _pre(result)]
+                         "decay, and why (nothing is changed). Each forgetting step below "
+                         "with its default settings.", class_="muted"),
+                tag("h2", "Would be forgotten"),
+                _table(["Memory", "Why"], rows) if rows
+                else tag("p", "Nothing would be forgotten.", class_="muted"),
+                tag("h2", "Expiring in the next 30 days"),
+                _table(["Expires", "Subject", "Memory"],
+                       [[r["expires_at"].strftime("%Y-%m-%d %H:%M"), text(r["subject"]),
+                         _mem_link(r["id"], text(r["content"]))] for r in expiring])
+                if expiring else tag("p", "Nothing expires in the next 30 days.",
+                                     class_="muted"),
+                tag("h2", "The pass's counts"), _pre(result)]
         return ctx.page("Maintenance (dry run)", body)
 
 

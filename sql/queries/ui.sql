@@ -20,3 +20,10 @@ FROM memdb.memories m
 WHERE m.tenant = %(tenant)s::text AND m.superseded_by = %(id)s::uuid
 ORDER BY m.valid_from DESC
 LIMIT 1;
+
+-- name: ui_expiring
+SELECT m.id, m.subject, m.content, m.expires_at
+FROM memdb.list_memories(%(tenant)s, %(filter)s, 1000000, 0) m
+WHERE m.expires_at IS NOT NULL AND m.expires_at <= now() + make_interval(days => %(days)s)
+ORDER BY m.expires_at
+LIMIT %(limit)s;
