@@ -11,6 +11,7 @@ from typing import Any
 
 from . import _validate as v
 from .errors import InvalidInput
+from .inputs import STATUSES  # memories.status: a fact, or a low-confidence inference
 from .models import Category, Kind, Scope, SourceType
 
 __all__ = ["Filter"]
@@ -42,7 +43,8 @@ class Filter:
     """All given conditions must hold; ``None`` means "any". Multi-valued fields take one
     value or a list (any of them). Subjects and ids match exactly, never by prefix;
     ``uri_prefix`` (one or a list) keeps memories whose URI starts with it, such as
-    ``"mem://alice/preferences/"`` (plain text: ``%`` and ``_`` are not wildcards)."""
+    ``"mem://alice/preferences/"`` (plain text: ``%`` and ``_`` are not wildcards);
+    ``status`` is ``"active"`` or ``"hypothesis"`` (a model inference kept at low confidence)."""
 
     subject: str | Iterable[str] | None = None
     agent: str | Iterable[str] | None = None
@@ -55,6 +57,7 @@ class Filter:
     tags: Iterable[str] | None = None
     tags_any: Iterable[str] | None = None
     uri_prefix: str | Iterable[str] | None = None
+    status: str | Iterable[str] | None = None
     created_after: datetime | str | None = None
     created_before: datetime | str | None = None
     min_importance: float | None = None
@@ -94,6 +97,11 @@ class Filter:
             value = getattr(self, key)
             if value is not None:
                 out[key] = v.tags(value)
+        statuses = _many(self.status)
+        if statuses is not None:
+            if not all(isinstance(s, str) and s in STATUSES for s in statuses):
+                raise InvalidInput(f"status must be one of {', '.join(STATUSES)} (or a list)")
+            out["status"] = list(statuses)
         prefixes = _many(self.uri_prefix)
         if prefixes is not None:
             out["uri_prefix"] = [_prefix(x) for x in prefixes]

@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import click
+
 from ..errors import InvalidInput
 from ..models import Category, Kind, Scope, SourceType
 from ._app import options
@@ -48,6 +50,9 @@ filter_options = options(
     (["--uri-prefix", "uri_prefix"], {"multiple": True, "metavar": "PREFIX",
                                       "help": "Only memories whose URI starts with this "
                                               "(repeatable: any), e.g. mem://alice/preferences/."}),
+    (["--status"], {"multiple": True, "type": click.Choice(["active", "hypothesis"]),
+                    "help": "Only memories of this status (repeatable): active, or hypothesis "
+                            "(a low-confidence inference)."}),
     (["--min-importance"], {"type": float, "help": "Only importance >= this (0 to 1)."}),
     (["--metadata"], {"help": "Only memories whose metadata contains this JSON object."}),
     (["--created-after"], {"help": "Only memories created after this ISO 8601 time."}),

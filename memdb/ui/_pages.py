@@ -282,14 +282,13 @@ async def memories_page(request: Request) -> Response:
         conditions: dict[str, Any] = {
             "subject": args["subject"] or None, "kind": args["kind"] or None,
             "category": args["category"] or None, "uri_prefix": args["uri_prefix"] or None,
+            "status": args["status"] or None,
             "tags": [t.strip() for t in args["tags"].split(",") if t.strip()] or None,
             "created_after": args["after"] or None, "created_before": args["before"] or None}
         found = await ctx.store.list({k: v for k, v in conditions.items() if v is not None},
                                      limit=PAGE + 1, offset=(page - 1) * PAGE)
         more = len(found) > PAGE
         found = found[:PAGE]
-        if args["status"]:  # active | hypothesis: within the page
-            found = [m for m in found if m.status == args["status"]]
         form = tag("form", [tag("label", f.replace("_", " ") + " ",
                                 tag("input", name=f, value=args[f], size="12",
                                     type="date" if f in ("after", "before") else "text"),

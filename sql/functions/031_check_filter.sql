@@ -5,6 +5,7 @@
 --       a string or an array of strings (exact match, never prefix);
 --   uri_prefix: a string or an array of strings; the memory's uri must start with one of them
 --       (compared as text: '%', '_' and quotes are plain characters), e.g. 'mem://alice/preferences/';
+--   status: 'active' or 'hypothesis' (or an array of them);
 --   tags: array, memory must carry all; tags_any: array, memory must carry one;
 --   created_after, created_before, as_of: ISO timestamps;
 --   min_importance: number in [0, 1]; metadata: object the memory's metadata must contain;
@@ -29,7 +30,7 @@ BEGIN
     FOR k, v IN SELECT * FROM jsonb_each(p_filter) LOOP
         CASE
             WHEN k IN ('subject', 'agent', 'scope', 'project_id', 'session_id', 'kind',
-                       'category', 'source_type', 'tags', 'tags_any', 'uri_prefix') THEN
+                       'category', 'source_type', 'tags', 'tags_any', 'uri_prefix', 'status') THEN
                 IF jsonb_typeof(v) = 'array' THEN
                     IF jsonb_array_length(v) = 0 AND k NOT IN ('tags', 'tags_any') THEN
                         RAISE EXCEPTION 'memdb filter key "%" is an empty list', k
@@ -43,6 +44,10 @@ BEGIN
                     END LOOP;
                 ELSIF jsonb_typeof(v) <> 'string' THEN
                     RAISE EXCEPTION 'memdb filter key "%" must be a string or a list of strings, got %', k, jsonb_typeof(v)
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                IF k = 'status' AND NOT memdb.jtext_array(v) <@ ARRAY['active', 'hypothesis'] THEN
+                    RAISE EXCEPTION 'memdb filter key "status" must be active or hypothesis'
                         USING ERRCODE = 'invalid_parameter_value';
                 END IF;
                 IF k = 'uri_prefix' AND '' = ANY (memdb.jtext_array(v)) THEN

@@ -15,6 +15,7 @@ AS $$
        AND (NOT (p_filter ? 'kind') OR m.kind = ANY (memdb.jtext_array(p_filter -> 'kind')))
        AND (NOT (p_filter ? 'category') OR m.category = ANY (memdb.jtext_array(p_filter -> 'category')))
        AND (NOT (p_filter ? 'source_type') OR m.source_type = ANY (memdb.jtext_array(p_filter -> 'source_type')))
+       AND (NOT (p_filter ? 'status') OR m.status = ANY (memdb.jtext_array(p_filter -> 'status')))
        AND (NOT (p_filter ? 'tags') OR m.tags @> memdb.jtext_array(p_filter -> 'tags'))
        AND (NOT (p_filter ? 'tags_any') OR m.tags && memdb.jtext_array(p_filter -> 'tags_any'))
        AND (NOT (p_filter ? 'uri_prefix')
