@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -86,3 +87,50 @@ def running_door(settings: Any) -> Iterator[RunningDoor]:
         server.should_exit = True
         thread.join(30)
         sock.close()
+
+
+@dataclass
+class DoorProcess:
+    """A `memdb serve`/`memdb ui` process: where it listens (its --json line), its output."""
+
+    where: dict[str, Any]
+    output: str = ""
+
+
+@contextlib.contextmanager
+def door_process(admin_dsn: str, app_dsn: str, command: str = "serve") -> Iterator[DoorProcess]:
+    """``memdb COMMAND --port 0 --json`` as a process of its own (the console command), the data
+    path the application login ``app_dsn`` ($MEMDB_DSN); yields once /v1/health answers. After
+    the block, ``output`` holds what the process printed (stdout and stderr)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMDB_DSN": app_dsn, "MEMDB_ADMIN_DSN": admin_dsn,
+           "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "memdb.cli", command, "--port", "0",
+                             "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    running = DoorProcess({})
+    try:
+        lines: list[str] = []
+        while not lines or lines[-1].strip() != "}":
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line)
+        running.where = json.loads("".join(lines))
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(running.where["url"] + "/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        yield running
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+        running.output = out + err

@@ -14,7 +14,7 @@ from memdb.http import ServerSettings
 from memdb.http._limits import RateLimiter
 from memdb.keys import create_key, revoke_key
 from tests.app_login import app_login
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import door_process, door_settings, make_keys, running_door
 
 pytest.importorskip("fastapi")
 
@@ -476,45 +476,16 @@ def test_without_fastapi_the_error_names_the_extra(monkeypatch):
 def test_memdb_serve_command_prints_where_it_listens_and_serves(module_db, keys):
     """`memdb serve --port 0 --json` in a process of its own (the console command), the data
     path an application login from $MEMDB_DSN."""
-    import json
-    import os
-    import subprocess
-    import sys
-    import time
-
     import httpx
 
-    with app_login(module_db) as app_dsn:
-        env = {**os.environ, "MEMDB_DSN": app_dsn, "MEMDB_ADMIN_DSN": module_db,
-               "OMP_NUM_THREADS": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "memdb.cli", "serve", "--port", "0",
-                                 "--json"], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        try:
-            lines = []
-            while not lines or lines[-1].strip() != "}":
-                line = proc.stdout.readline()
-                assert line, proc.stderr.read()
-                lines.append(line)
-            where = json.loads("".join(lines))
-            assert where["url"].startswith("http://127.0.0.1:") and where["mcp"] is None
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(where["url"] + "/v1/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
-            me = httpx.get(where["url"] + "/v1/whoami",
-                           headers={"Authorization": f"Bearer {keys['alice']}"})
-            assert me.json()["subject"] == "alice"
-        finally:
-            proc.terminate()
-            out, err = proc.communicate(timeout=30)
-    assert keys["alice"] not in out + err
-    assert "GET /v1/whoami" in out + err  # (uvicorn's access log)
+    with app_login(module_db) as app_dsn, door_process(module_db, app_dsn) as running:
+        where = running.where
+        assert where["url"].startswith("http://127.0.0.1:") and where["mcp"] is None
+        me = httpx.get(where["url"] + "/v1/whoami",
+                       headers={"Authorization": f"Bearer {keys['alice']}"})
+        assert me.json()["subject"] == "alice"
+    assert keys["alice"] not in running.output
+    assert "GET /v1/whoami" in running.output  # (uvicorn's access log)
 
 
 def test_key_checks_survive_dropped_connections(door, keys, module_db):

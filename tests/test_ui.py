@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from tests.app_login import app_login
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import door_process, door_settings, make_keys, running_door
 
 pytest.importorskip("fastapi")
 
@@ -273,41 +273,13 @@ def test_ui_is_off_unless_asked(module_db, embedder, keys):
 def test_memdb_ui_command_serves_the_pages(module_db, keys, data):
     """`memdb ui --port 0 --json` in a process of its own: says where the pages are, serves
     them, logs in with a key, and prints the key nowhere."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     import httpx
 
-    with app_login(module_db) as app_dsn:
-        env = {**os.environ, "MEMDB_DSN": app_dsn, "MEMDB_ADMIN_DSN": module_db,
-               "OMP_NUM_THREADS": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "memdb.cli", "ui", "--port", "0",
-                                 "--json"], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        try:
-            lines = []
-            while not lines or lines[-1].strip() != "}":
-                line = proc.stdout.readline()
-                assert line, proc.stderr.read()
-                lines.append(line)
-            where = json.loads("".join(lines))
-            assert where["ui"] == where["url"] + "/ui/"
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(where["url"] + "/v1/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
-            with httpx.Client(base_url=where["url"], follow_redirects=True) as c:
-                assert c.post("/ui/login", data={"key": keys["acme"]}).status_code == 200
-                assert ZH in c.get("/ui/memories").text
-        finally:
-            proc.terminate()
-            out, err = proc.communicate(timeout=30)
-    assert keys["acme"] not in out + err
-    assert "POST /ui/login" in out + err
+    with app_login(module_db) as app_dsn, door_process(module_db, app_dsn, "ui") as running:
+        where = running.where
+        assert where["ui"] == where["url"] + "/ui/"
+        with httpx.Client(base_url=where["url"], follow_redirects=True) as c:
+            assert c.post("/ui/login", data={"key": keys["acme"]}).status_code == 200
+            assert ZH in c.get("/ui/memories").text
+    assert keys["acme"] not in running.output
+    assert "POST /ui/login" in running.output
