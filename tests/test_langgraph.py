@@ -411,3 +411,13 @@ def test_the_sync_store_serves_async_callers(fresh_db: str, embedder: Any) -> No
     with MemdbStore(fresh_db, embedder=embedder) as lg:
         item, hits = asyncio.run(main(lg))
         assert item == lg.get(("a",), "k") and [h.key for h in hits] == ["k"]
+
+
+def test_a_store_of_the_wrong_kind_is_refused_before_anything_opens(fresh_db, embedder):
+    """MemdbStore takes a MemoryStore, AsyncMemdbStore an AsyncMemoryStore; anything else is
+    InvalidInput naming what was expected (the one _own_store check both constructors use)."""
+    with MemoryStore(fresh_db, embedder=embedder, gate=None) as sync_store:
+        with pytest.raises(InvalidInput, match="memdb AsyncMemoryStore, got MemoryStore"):
+            AsyncMemdbStore(store=sync_store)
+    with pytest.raises(InvalidInput, match="memdb MemoryStore, got dict"):
+        MemdbStore(store={})

@@ -76,7 +76,7 @@ def _own_store(kind: type, store: Any, dsn: str | None, **options: Any) -> tuple
     if store is None:
         return kind(dsn, gate=None, **options), True
     if not isinstance(store, kind):
-        raise InvalidInput(f"store must be a {kind.__name__}, got {type(store).__name__}")
+        raise InvalidInput(f"store must be a memdb {kind.__name__}, got {type(store).__name__}")
     return store, False
 
 
