@@ -16,6 +16,8 @@ from .errors import (
     NotFound,
     NotMigrated,
     Rejected,
+    ReplicaLagging,
+    ReplicaUnavailable,
     UnsupportedServer,
 )
 from .filters import Filter
@@ -36,5 +38,5 @@ __all__ = [
     "Embedder", "LocalEmbedder", "OpenAIEmbedder",
     "MemdbError", "InvalidInput", "DimensionMismatch", "NotFound", "Forbidden", "Conflict",
     "Rejected", "MissingDependency", "DatabaseError", "DatabaseUnavailable", "UnsupportedServer",
-    "NotMigrated", "EmbeddingError",
+    "NotMigrated", "EmbeddingError", "ReplicaUnavailable", "ReplicaLagging",
 ]

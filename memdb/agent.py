@@ -57,5 +57,7 @@ class Agent:
         [('add', 'created'), ('add', 'created')]
         """
         chat = self.llm if llm is _FROM_ENV else llm  # type: ignore[attr-defined]
-        return remember(self, messages, llm=chat, session_id=session_id, turn_id=turn_id,
-                        subject=subject, timeout=timeout, dry_run=dry_run)
+        with self.consistency("primary"):  # type: ignore[attr-defined]
+            # what is already known decides the writes: read it where they go
+            return remember(self, messages, llm=chat, session_id=session_id, turn_id=turn_id,
+                            subject=subject, timeout=timeout, dry_run=dry_run)

@@ -107,19 +107,21 @@ class Database:
     """
 
     def __init__(self, dsn: str | None = None, *, min_size: int = 1, max_size: int = 4,
-                 admin: bool = False, driver: str = "sync") -> None:
+                 admin: bool = False, driver: str = "sync", timeout: float = 30.0) -> None:
         if driver not in ("sync", "async"):
             raise ValueError(f"driver must be 'sync' or 'async', got {driver!r}")
         self.driver = driver
         self._requested, self._admin = dsn, admin
         self._explicit = bool(dsn)
         self._min_size, self._max_size = min_size, max_size
+        self._timeout = timeout  # opening the pool, and waiting for a pooled connection
         self._pool: ConnectionPool | AsyncPool | None = None
         self._pool_lock = threading.Lock()
         self.dsn = ""
         self._server: EmbeddedServer | None = None
         self._secrets: list[str] = []
-        self._connect_kwargs: dict[str, object] = {"connect_timeout": 10}
+        self._connect_kwargs: dict[str, object] = {
+            "connect_timeout": max(2, min(10, int(timeout)))}  # libpq's least is 2 s
         if driver == "sync":
             self.connect()
 
@@ -198,11 +200,12 @@ class Database:
 
     def _new_pool(self, kind: type) -> ConnectionPool | AsyncPool:
         return kind(self.dsn, min_size=self._min_size, max_size=self._max_size,
-                    configure=_configure, kwargs=dict(self._connect_kwargs), open=False)
+                    configure=_configure, kwargs=dict(self._connect_kwargs), open=False,
+                    timeout=self._timeout)
 
     def _open(self, pool: ConnectionPool | AsyncPool) -> None:
         try:
-            pool.open(wait=True, timeout=30)
+            pool.open(wait=True, timeout=self._timeout)
         except Exception as exc:
             if self._pool is pool:
                 self._pool = None

@@ -140,7 +140,7 @@ class Documents(Family):
         ``prefix``), by URI."""
         v.positive_int(limit, "limit", 100_000)
         v.offset(offset)
-        with self._store._transaction() as conn:
+        with self._store._read() as conn:
             rows = conn.execute(_sql.query("list_documents"), {
                 "tenant": self._store.tenant, "subject": v.optional_name(subject, "subject"),
                 "prefix": prefix, "limit": limit, "offset": offset}).fetchall()
@@ -165,7 +165,7 @@ class Documents(Family):
         ids = [str(i) for i in memory_ids]
         if not ids:
             return {}
-        with self._store._transaction() as conn:
+        with self._store._read() as conn:
             rows = conn.execute(_sql.query("citations"),
                                 {"ids": ids, "parents": parents}).fetchall()
         out: dict[str, list[tuple[Citation, str | None]]] = {}

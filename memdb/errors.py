@@ -21,6 +21,8 @@ __all__ = [
     "MissingDependency",
     "DatabaseError",
     "DatabaseUnavailable",
+    "ReplicaUnavailable",
+    "ReplicaLagging",
     "UnsupportedServer",
     "NotMigrated",
     "EmbeddingError",
@@ -71,6 +73,16 @@ class DatabaseError(MemdbError):
 
 class DatabaseUnavailable(DatabaseError):
     """The server cannot be reached, or the connection was lost."""
+
+
+class ReplicaUnavailable(DatabaseUnavailable):
+    """The read replica (``read_dsn``) cannot be reached, or was lost during a read; raised
+    for reads only when ``read_fallback=False`` (else they run on the primary)."""
+
+
+class ReplicaLagging(DatabaseError):
+    """The read replica did not replay the store's last write within the read timeout
+    (consistency ``read_your_writes`` with ``read_fallback=False``)."""
 
 
 class UnsupportedServer(DatabaseError):

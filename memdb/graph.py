@@ -288,7 +288,7 @@ class Graph(Family):
                       "graph": Jsonb(graph_opts)}
             name = "graph_search"
         db_start = time.perf_counter()
-        with self._store._transaction() as conn:
+        with self._store._read() as conn:
             rows = conn.execute(_sql.query(name), params).fetchall()
         results = SearchResults(
             SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
@@ -317,7 +317,7 @@ class Graph(Family):
             raise InvalidInput(f"hops must be an integer from 1 to {MAX_HOPS}")
         v.positive_int(limit, "limit", 10_000)
         params = {"tenant": self._store.tenant, "entity": name, "hops": hops, "limit": limit}
-        with self._store._transaction() as conn:
+        with self._store._read() as conn:
             ents = conn.execute(_sql.query("graph_entity"), params).fetchall()
             rels = conn.execute(_sql.query("graph_neighbors"), params).fetchall() if ents else []
         if not ents:

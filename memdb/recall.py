@@ -216,7 +216,7 @@ class RecallMixin:
         t0 = time.perf_counter()
         out = RecallResults()
         try:
-            with self._transaction() as conn:  # type: ignore[attr-defined]
+            with self._read() as conn:  # type: ignore[attr-defined]
                 if timeout:
                     conn.execute(_sql.query("statement_timeout"), {"ms": str(int(timeout))})
                 rows = conn.execute(_sql.query("search_planned"), params).fetchall()
@@ -236,7 +236,11 @@ class RecallMixin:
                            for r in hits[:k])
                 self._finish(out, the_plan, reasons, fallback, notes,
                              {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started)
-                if want_trace:
+                if want_trace and self.replica is None:  # type: ignore[attr-defined]
+                    out.trace_id = self._write_trace(conn, query, k, flt, out, hits)
+            if want_trace and out.trace_id is None:  # the read ran on a standby
+                with self.db.transaction(tenant=self.tenant,  # type: ignore[attr-defined]
+                                         subject=self.subject) as conn:
                     out.trace_id = self._write_trace(conn, query, k, flt, out, hits)
             return out
         except DatabaseError as exc:

@@ -274,7 +274,7 @@ class Sessions(Family):
         its working state; NotFound if the session has neither turns nor state."""
         key = self._session_key(session, subject)
         win = window or self.window
-        with self._store._transaction() as conn:
+        with self._store._read() as conn:
             head = conn.execute(_sql.query("session_get"), key).fetchone()
             rows = conn.execute(_sql.query("session_window"), {
                 **key, "max_tokens": win.max_tokens,
@@ -300,7 +300,7 @@ class Sessions(Family):
              limit: int = 100) -> list[dict[str, Any]]:
         """Sessions of this tenant (or subject), most recently updated first."""
         v.positive_int(limit, "limit", 100_000)
-        with self._store._transaction() as conn:
+        with self._store._read() as conn:
             rows = conn.execute(_sql.query("session_list"), {
                 "tenant": self._store.tenant, "limit": limit,
                 "subject": v.optional_name(subject, "subject") or self._store.subject}).fetchall()
@@ -310,7 +310,7 @@ class Sessions(Family):
     def get_state(self, session: str, *, subject: str | None = None) -> WorkingState:
         """The session's working state (an empty one at version 0 if none was written)."""
         key = self._session_key(session, subject)
-        with self._store._transaction() as conn:
+        with self._store._read() as conn:
             head = conn.execute(_sql.query("session_get"), key).fetchone()
         if head is None:
             return WorkingState()
@@ -340,7 +340,8 @@ class Sessions(Family):
         """Change some fields of the working state (goal, constraints, steps_done, plan,
         budget, notes). With ``expected_version`` it must still be at that version; without,
         the version just read is expected (a concurrent write in between raises Conflict)."""
-        current = self.get_state(session, subject=subject)
+        with self._store.consistency("primary"):  # the version to expect is the primary's
+            current = self.get_state(session, subject=subject)
         expected = current.version if expected_version is None else expected_version
         if expected != current.version:
             raise Conflict(f"working state of session {session!r} is at version "

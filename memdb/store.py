@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import random
@@ -62,6 +63,7 @@ from .models import (
     SourceType,
 )
 from .recall import RecallMixin
+from .replica import DEFAULT_TIMEOUT, ReadReplica, check_consistency, check_timeout
 from .review import Review
 from .search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
 from .session import Sessions
@@ -126,6 +128,17 @@ def _result(row: dict[str, Any], decision: Decision | None, dry_run: bool,
         dry_run=dry_run, deferred=deferred and outcome in _NEW_ROW)
 
 
+def _reads_on_primary(method: Any) -> Any:
+    """A write whose own reads (the current version, a URI's check) run on the primary,
+    whatever the store's read consistency: a replica's older version must not decide it."""
+    @functools.wraps(method)
+    def write(self: MemoryStore, *args: Any, **kwargs: Any) -> Any:
+        with self.consistency("primary"):
+            return method(self, *args, **kwargs)
+
+    return write
+
+
 def _uuid(value: object) -> UUID:
     if isinstance(value, UUID):
         return value
@@ -153,6 +166,15 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     rows without an embedding (BM25 and exact match find them meanwhile) and
     ``store.maintenance.reembed()`` embeds them later.
 
+    ``read_dsn``: a hot standby of the primary for reads and searches (default
+    ``$MEMDB_READ_DSN``; ``""``: none). ``consistency`` (``$MEMDB_READ_CONSISTENCY``):
+    ``"read_your_writes"`` (default: the standby once it has replayed this store's last write,
+    waiting at most ``read_timeout`` seconds), ``"replica"`` (the standby as it is) or
+    ``"primary"``; :meth:`consistency` changes it for a block. A standby that lags past the
+    timeout or is down: the read runs on the primary with a warning, or with
+    ``read_fallback=False`` raises :class:`~memdb.errors.ReplicaLagging` /
+    :class:`~memdb.errors.ReplicaUnavailable` (:mod:`memdb.replica`).
+
     Every transaction runs as the application role ``memdb_app`` with the tenant (and
     subject) set LOCAL, so PostgreSQL's row-level security enforces the isolation; the SQL
     functions' tenant parameters are a second line of defence. :meth:`migrate` runs as the
@@ -172,7 +194,9 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                  embedder: Embedder | None = None, actor: str | None = None,
                  subject: str | None = None, pool_size: int = 4,
                  gate: WritePolicy | None = DEFAULT_POLICY,
-                 on_embedding_error: str | None = None) -> None:
+                 on_embedding_error: str | None = None, read_dsn: str | None = None,
+                 consistency: str | None = None, read_timeout: float = DEFAULT_TIMEOUT,
+                 read_fallback: bool = True) -> None:
         self.tenant = v.name(tenant, "tenant")
         self.subject = v.optional_name(subject, "subject")
         self.actor = v.optional_name(actor, "actor")
@@ -182,7 +206,15 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                                f"got {policy!r}")
         self.on_embedding_error = policy
         v.positive_int(pool_size, "pool_size", 1000)  # before connecting: the pool's own check
+        replica = os.environ.get("MEMDB_READ_DSN", "") if read_dsn is None else read_dsn
+        level = check_consistency(
+            consistency or os.environ.get("MEMDB_READ_CONSISTENCY") or "read_your_writes")
+        check_timeout(read_timeout)
         self.db = Database(dsn, max_size=pool_size, driver=self._driver)
+        # the standby's pool opens on the first read: one that is down never stops writes
+        self.replica: ReadReplica | None = ReadReplica(
+            self.db, replica, driver=self._driver, pool_size=pool_size, consistency=level,
+            timeout=read_timeout, fallback=read_fallback) if replica else None
         self._embedder = embedder
         self._space_id: int | None = None
         if gate is not None and not isinstance(gate, WritePolicy):
@@ -212,6 +244,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         self.db.pool  # noqa: B018 (the property opens it)
 
     def close(self) -> None:
+        if self.replica is not None:
+            self.replica.close()
         self.db.close()
 
     def migrate(self) -> str:
@@ -222,6 +256,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         revision = _bridge.blocking(upgrade, self.db.admin_dsn)
         _bridge.blocking(self.db.ensure_app_login)
         self.db.reset()
+        if self.replica is not None:
+            self.replica.reset()
         self._space_id = None
         _bridge.blocking(self._register_space, self.db.admin_dsn)
         return revision
@@ -327,8 +363,33 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         return self._space_id
 
     def _transaction(self) -> Any:
-        """A transaction confined by row-level security to this store's tenant (and subject)."""
-        return self.db.transaction(tenant=self.tenant, subject=self.subject)
+        """A transaction on the primary confined by row-level security to this store's tenant
+        (and subject); with a read replica, later read_your_writes reads wait for its commit."""
+        transaction = self.db.transaction(tenant=self.tenant, subject=self.subject)
+        return transaction if self.replica is None else self.replica.writing(transaction)
+
+    def _read(self) -> Any:
+        """A read-only transaction confined like :meth:`_transaction`: on the read replica
+        when there is one (per the consistency in force), else on the primary."""
+        if self.replica is None:
+            return self.db.transaction(tenant=self.tenant, subject=self.subject)
+        return self.replica.read(self.tenant, self.subject)
+
+    @_bridge.no_io
+    def consistency(self, consistency: str, *, timeout: float | None = None) -> Any:
+        """A context manager: reads inside the block use ``consistency``
+        (``"read_your_writes"``, ``"replica"`` or ``"primary"``; ``timeout``: seconds to wait
+        for the standby). Without a read replica every read is on the primary anyway.
+
+        >>> with store.consistency("primary"):              # doctest: +SKIP
+        ...     store.search("what does alice drink?")
+        """
+        if self.replica is None:
+            check_consistency(consistency)
+            if timeout is not None:
+                check_timeout(timeout)
+            return contextlib.nullcontext()
+        return self.replica.scope(consistency, timeout)
 
     def _begin(self, conn: Any, reason: str | None) -> None:
         conn.execute(_sql.query("set_context"),
@@ -498,6 +559,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                 return None
             raise
 
+    @_reads_on_primary
     def update(self, memory_id: UUID | str, *, reason: str | None = None,
                embedding: Any = None, gate: WritePolicy | None | object = _STORE_GATE,
                bypass_gate: bool = False, **changes: Any) -> Memory:
@@ -593,6 +655,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             raise Rejected("the write gate refused the update: " + "; ".join(decision.reasons),
                            decision.reasons)
 
+    @_reads_on_primary
     def delete(self, memory_id: UUID | str, *, reason: str | None = None) -> None:
         """Delete a memory (history keeps a 'delete' row); NotFound if there is none."""
         mid = memory_id_of(self, memory_id)
@@ -609,7 +672,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         A URI (``mem://alice/preferences/<id>``, see :mod:`memdb.uris`) must name the
         memory's subject and category too, as must one given to update, delete and history."""
         mid = memory_id_of(self, memory_id)
-        with self._transaction() as conn:
+        with self._read() as conn:
             row = conn.execute(_sql.query("get_memory"),
                                {"tenant": self.tenant, "id": mid}).fetchone()
         if row is None:
@@ -623,7 +686,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         flt = Filter.of(filter, **conditions).to_json()
         v.positive_int(limit, "limit", 100_000)
         v.offset(offset)
-        with self._transaction() as conn:
+        with self._read() as conn:
             rows = conn.execute(_sql.query("list_memories"), {
                 "tenant": self.tenant, "filter": Jsonb(flt), "limit": limit, "offset": offset,
             }).fetchall()
@@ -683,7 +746,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         params = {"tenant": self.tenant, "query": query, "embedding": vector, "k": k,
                   "filter": Jsonb(flt), "options": Jsonb(options)}
         started = time.perf_counter()
-        with self._transaction() as conn:
+        with self._read() as conn:
             rows = conn.execute(_sql.query("search_hybrid"), params).fetchall()
         results = SearchResults(
             SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
@@ -716,7 +779,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def history(self, memory_id: UUID | str) -> list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (also after it was deleted)."""
         mid = memory_id_of(self, memory_id, history=True)
-        with self._transaction() as conn:
+        with self._read() as conn:
             rows = conn.execute(_sql.query("history"),
                                 {"tenant": self.tenant, "id": mid}).fetchall()
         if not rows:
@@ -726,7 +789,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def count(self) -> int:
         """How many rows this tenant (or, with subject isolation, this subject) has: all
         versions, expired included."""
-        with self._transaction() as conn:
+        with self._read() as conn:
             return int(conn.execute(_sql.query("count_memories"),
                                     {"tenant": self.tenant}).fetchone()["n"])
 

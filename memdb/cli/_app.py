@@ -59,8 +59,10 @@ def _show_notices() -> None:
 class State:
     """The global options, and the store opened on first use (closed when the command ends)."""
 
-    def __init__(self, dsn: str | None, tenant: str, subject: str | None = None) -> None:
+    def __init__(self, dsn: str | None, tenant: str, subject: str | None = None,
+                 read_dsn: str | None = None) -> None:
         self.dsn, self.tenant, self.subject = dsn, tenant, subject
+        self.read_dsn = read_dsn  # a hot standby for reads (None: $MEMDB_READ_DSN or none)
         # --dsn taken from $MEMDB_DSN: resolved by memdb itself, so migrations can use
         # $MEMDB_ADMIN_DSN (an explicit --dsn is used for both)
         self.dsn_from_env = False
@@ -72,7 +74,8 @@ class State:
         if self._store is None:
             start = time.perf_counter()
             self._store = MemoryStore(None if self.dsn_from_env else self.dsn,
-                                      tenant=self.tenant, subject=self.subject)
+                                      tenant=self.tenant, subject=self.subject,
+                                      read_dsn=self.read_dsn)
             self.opened_ms = (time.perf_counter() - start) * 1000
         return self._store
 
@@ -108,6 +111,9 @@ def options(*specs: tuple[Sequence[str], dict[str, Any]]) -> Callable[..., Any]:
 @click.option("--dsn", envvar="MEMDB_DSN", show_envvar=True, metavar="URL",
               help="PostgreSQL URL. Default: $MEMDB_DSN, else the embedded server "
                    "(in $MEMDB_HOME or the per-user data folder).")
+@click.option("--read-dsn", envvar="MEMDB_READ_DSN", show_envvar=True, metavar="URL",
+              help="A hot standby of the primary: reads and searches run there "
+                   "(docs/scaling.md). Default: $MEMDB_READ_DSN, else none.")
 @click.option("--tenant", default="default", show_default=True,
               help="The tenant (isolation boundary) every command works in.")
 @click.option("--as-subject", "as_subject", metavar="SUBJECT",
@@ -115,10 +121,11 @@ def options(*specs: tuple[Sequence[str], dict[str, Any]]) -> Callable[..., Any]:
                    "(row-level security; other subjects' writes are refused).")
 @click.version_option(package_name="memdb")
 @click.pass_context
-def cli(ctx: click.Context, dsn: str | None, tenant: str, as_subject: str | None) -> None:
+def cli(ctx: click.Context, dsn: str | None, read_dsn: str | None, tenant: str,
+        as_subject: str | None) -> None:
     """memdb: Postgres-native long-term memory for AI agents."""
     _show_notices()
-    state = State(dsn or None, tenant, as_subject)
+    state = State(dsn or None, tenant, as_subject, read_dsn=read_dsn)
     source = click.core.ParameterSource
     state.dsn_from_env = ctx.get_parameter_source("dsn") is source.ENVIRONMENT
     state.tenant_given = ctx.get_parameter_source("tenant") is source.COMMANDLINE
