@@ -23,6 +23,7 @@ from psycopg_pool import ConnectionPool
 from . import _bridge, _sql
 from ._async_pg import AsyncPool
 from ._async_pg import Connection as AsyncBackedConnection
+from ._novector import refuse_vectors
 from ._redact import redact, redact_dsn
 from .embedded import EmbeddedServer
 from .errors import DatabaseUnavailable, MemdbError, NotMigrated, UnsupportedServer, translate
@@ -70,6 +71,8 @@ def _configure(conn: psycopg.Connection) -> None:
             _bridge.wait(register_vector_async(conn._conn))
         else:
             register_vector(conn)
+    else:  # a database memdb never migrated: its vectors raise NotMigrated, not "cannot adapt"
+        refuse_vectors(getattr(conn, "_conn", conn))
     conn.commit()
 
 
