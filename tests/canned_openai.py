@@ -41,9 +41,11 @@ CHAT = "/v1/chat/completions"
 
 @dataclass
 class Reply:
-    """A 200 chat completion whose message content is ``text``."""
+    """A 200 chat completion whose message content is ``text``; ``finish_reason`` "length"
+    plays a reply cut off at max_tokens."""
 
     text: str
+    finish_reason: str = "stop"
 
 
 @dataclass
@@ -176,7 +178,8 @@ class CannedOpenAI:
                 for i, (name, args) in enumerate(step.calls)]}
             return 200, self._completion(body, message, "tool_calls")
         return 200, self._completion(
-            body, {"role": "assistant", "content": step.text}, "stop")
+            body, {"role": "assistant", "content": step.text},
+            step.finish_reason if isinstance(step, Reply) else "stop")
 
     @staticmethod
     def _completion(body: dict[str, Any], message: dict[str, Any],
