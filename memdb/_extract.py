@@ -6,6 +6,15 @@ The parser distrusts the model: it finds the JSON inside prose or code fences, a
 level list or an object holding one (``facts``/``memories``/``items``), repairs what it can
 (a bare string becomes a fact; an unknown category becomes ``general``; an out-of-range or
 missing importance is scored heuristically) and drops the rest, counting what it dropped.
+
+Then :func:`check_candidates` checks what the facts *mean* (:mod:`memdb._grounding`): a fact
+must be grounded in the turn (not a schema word such as ``user_statement``, not text absent
+from the turn), a reconcile decision may only name a memory that was shown, a ``noop`` only a
+memory that covers the fact, an ``update`` only one that shares a content word or the
+category with it. A refused fact is reported (:class:`~memdb._grounding.Refused`); a refused
+decision falls back to ``add``, and the item says so. :func:`uncovered` picks the heuristic
+candidates that the model's facts leave out, so a model that keeps one fact of three loses
+none.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._grounding import Refused, coverage, covers, grounded, schema_token, units
 from ._importance import PREFERENCE as _PREFERENCE
 from ._importance import REMEMBER as _REMEMBER
 from ._importance import RULE as _RULE
@@ -22,7 +32,8 @@ from ._importance import score_importance
 from .models import Category
 
 __all__ = ["Candidate", "Parsed", "SYSTEM_PROMPT", "build_prompt", "parse_reply",
-           "heuristic_candidates", "score_importance", "MAX_FACT_CHARS"]
+           "heuristic_candidates", "score_importance", "MAX_FACT_CHARS", "extract_schema",
+           "check_candidates", "uncovered"]
 
 MAX_FACT_CHARS = 1000
 MAX_FACTS = 20
@@ -56,6 +67,7 @@ class Candidate:
     target: int | None = None
     reason: str = ""
     rule: bool = False
+    fallback: str | None = None  # why the model's decision on this item was not followed
 
 
 @dataclass
@@ -67,6 +79,28 @@ class Parsed:
     dropped: int = 0
     repaired: int = 0
     error: str | None = None
+
+
+def extract_schema(shown: int) -> dict[str, Any]:
+    """The JSON schema of a reply, for schema-constrained decoding: at most 10 facts of at
+    most 300 characters, enums for the closed fields, ``target`` one of the ``shown``
+    memories' numbers or null."""
+    target: dict[str, Any] = {"type": "null"} if not shown else {
+        "anyOf": [{"type": "integer", "enum": list(range(1, shown + 1))}, {"type": "null"}]}
+    fact = {"type": "object", "additionalProperties": False,
+            "required": ["content", "category", "kind", "importance", "source", "action",
+                         "target", "reason"],
+            "properties": {
+                "content": {"type": "string", "minLength": 2, "maxLength": 300},
+                "category": {"type": "string", "enum": sorted(_CATEGORIES)},
+                "kind": {"type": "string", "enum": ["semantic", "episodic", "procedural"]},
+                "importance": {"type": "number"},
+                "source": {"type": "string", "enum": ["user_statement", "model_inference"]},
+                "action": {"type": "string", "enum": list(_ACTIONS)},
+                "target": target,
+                "reason": {"type": "string", "maxLength": 200}}}
+    return {"type": "object", "additionalProperties": False, "required": ["facts"],
+            "properties": {"facts": {"type": "array", "maxItems": 10, "items": fact}}}
 
 
 def build_prompt(turn: str, existing: list[str]) -> list[dict[str, str]]:
@@ -182,6 +216,65 @@ def _candidate(raw: Any) -> tuple[Candidate | None, int]:
     reason = reason[:300] if isinstance(reason, str) else ""
     return Candidate(content.strip(), category, kind, importance, source, action, target,
                      reason, rule=kind == "procedural"), repaired
+
+
+def check_candidates(candidates: list[Candidate], turn: str, shown: list[tuple[str, str]]
+                     ) -> tuple[list[Candidate], list[Refused]]:
+    """The model's candidates whose content is grounded in ``turn``, with decisions the checks
+    refuse turned into ``add`` (``fallback`` says why), and the refused facts.
+
+    ``shown``: the (content, category) of the memories the prompt numbered, in order.
+    """
+    kept: list[Candidate] = []
+    refused: list[Refused] = []
+    for c in candidates:
+        if schema_token(c.content):
+            refused.append(Refused(c.content, "a schema word, not a fact"))
+            continue
+        found, total = coverage(c.content, turn)
+        if not grounded(c.content, turn, 0.5):
+            refused.append(Refused(c.content, f"not grounded in the turn ({found} of {total} "
+                                              "content words found)"))
+            continue
+        fallback = None
+        if c.action != "add":
+            if c.target is None or not 1 <= c.target <= len(shown):
+                fallback = (f"{c.action} names memory [{c.target}], which was not shown "
+                            f"(1..{len(shown)}): added")
+            else:
+                memory, category = shown[c.target - 1]
+                if c.action == "noop" and not covers(memory, c.content):
+                    fallback = f"noop: memory [{c.target}] does not cover the fact: added"
+                elif c.action == "update" and schema_token(memory):
+                    fallback = f"update: memory [{c.target}] is not a fact: added"
+                elif c.action == "update" and not (units(memory) & units(c.content)) \
+                        and category != c.category:
+                    fallback = (f"update: memory [{c.target}] shares no word or category "
+                                "with the fact: added")
+        if fallback is not None:
+            c = Candidate(c.content, c.category, c.kind, c.importance, c.source, "add", None,
+                          c.reason, c.rule, fallback)
+        kept.append(c)
+    return kept, refused
+
+
+_CLAUSE = re.compile(r"[，,;；、]")
+
+
+def uncovered(heuristic: list[Candidate], facts: list[str]) -> list[Candidate]:
+    """The heuristic candidates holding a clause that none of ``facts`` covers (half its
+    content words found in the facts together); a question clause does not count."""
+    pool = "\n".join(facts)
+    out = []
+    for h in heuristic:
+        clauses = [c.strip() for c in _CLAUSE.split(h.content) if c.strip()]
+        for clause in clauses:
+            if clause.endswith(("?", "？")) or not units(clause):
+                continue
+            if not grounded(clause, pool, 0.5):
+                out.append(h)
+                break
+    return out
 
 
 # -- the heuristic extractor ------------------------------------------------------------------

@@ -32,11 +32,15 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._grounding import Refused, grounded, schema_token
+
 __all__ = ["ENTITY_TYPES", "Extraction", "heuristic_graph", "build_graph_prompt",
-           "parse_graph_reply", "GRAPH_SYSTEM_PROMPT", "MAX_ENTITIES", "MAX_RELATIONS"]
+           "parse_graph_reply", "GRAPH_SYSTEM_PROMPT", "MAX_ENTITIES", "MAX_RELATIONS",
+           "GRAPH_SCHEMA", "check_extraction"]
 
 ENTITY_TYPES = ("person", "project", "tool", "organization", "place", "concept", "other")
 MAX_ENTITIES = 30
@@ -54,6 +58,7 @@ class Extraction:
     relations: list[dict[str, Any]] = field(default_factory=list)
     path: str = "heuristic"
     error: str | None = None
+    refused: list[Refused] = field(default_factory=list)
 
     def add_entity(self, name: str, type_: str = "other") -> str | None:
         """Add (or retype from 'other') an entity; returns its cleaned name or None."""
@@ -331,4 +336,55 @@ def parse_graph_reply(reply: str) -> Extraction:
         src = out.add_entity(raw.get("from"), "other")  # type: ignore[arg-type]
         dst = out.add_entity(raw.get("to"), "other")  # type: ignore[arg-type]
         out.add_relation(src, rel, dst, float(strength))
+    return out
+
+
+GRAPH_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["entities", "relations"],
+    "properties": {
+        "entities": {"type": "array", "maxItems": MAX_ENTITIES, "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["name", "type", "aliases"],
+            "properties": {"name": {"type": "string", "minLength": 2, "maxLength": 100},
+                           "type": {"type": "string", "enum": list(ENTITY_TYPES)},
+                           "aliases": {"type": "array", "maxItems": 5,
+                                       "items": {"type": "string", "maxLength": 100}}}}},
+        "relations": {"type": "array", "maxItems": MAX_RELATIONS, "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["from", "to", "type", "strength"],
+            "properties": {"from": {"type": "string", "maxLength": 100},
+                           "to": {"type": "string", "maxLength": 100},
+                           "type": {"type": "string", "maxLength": 64},
+                           "strength": {"type": "number"}}}}}}
+
+
+def _key(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _named_in(name: str, text: str) -> bool:
+    """A name is grounded when it occurs in the memory (case and width folded) or half its
+    content words do; a schema word never is."""
+    return not schema_token(name) and (_key(name) in _key(text) or grounded(name, text, 0.5))
+
+
+def check_extraction(ext: Extraction, text: str) -> Extraction:
+    """``ext`` keeping only entities the memory names (aliases likewise) and relations
+    between them; everything else is listed in ``refused`` with the reason."""
+    out = Extraction(path=ext.path, error=ext.error)
+    for ent in ext.entities:
+        if not _named_in(ent["name"], text):
+            out.refused.append(Refused(ent["name"], "entity not named in the memory"))
+            continue
+        aliases = [a for a in ent["aliases"] if _named_in(a, text)]
+        out.refused += [Refused(a, "alias not named in the memory")
+                        for a in ent["aliases"] if a not in aliases]
+        out.entities.append({**ent, "aliases": aliases})
+    names = {e["name"].casefold() for e in out.entities}
+    for rel in ext.relations:
+        if rel["from"].casefold() in names and rel["to"].casefold() in names:
+            out.relations.append(rel)
+        else:
+            out.refused.append(Refused(f"{rel['from']} -{rel['type']}-> {rel['to']}",
+                                       "relation between entities not named in the memory"))
     return out

@@ -40,7 +40,14 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
-from ._graph_extract import Extraction, build_graph_prompt, heuristic_graph, parse_graph_reply
+from ._graph_extract import (
+    GRAPH_SCHEMA,
+    Extraction,
+    build_graph_prompt,
+    check_extraction,
+    heuristic_graph,
+    parse_graph_reply,
+)
 from .embeddings import check_vector, embed_checked
 from .errors import InvalidInput, NotFound
 from .family import Family
@@ -53,7 +60,6 @@ __all__ = ["Graph", "LinkResult", "GraphView", "Relation", "GRAPH_ROUTES", "MAX_
 
 GRAPH_ROUTES = (*ROUTES, "graph")
 MAX_HOPS = 4
-DEFAULT_LINK_TIMEOUT = 10.0
 _FROM_ENV: Any = object()  # llm=... default: the store's LLM (MEMDB_LLM_*), else the heuristic
 _GRAPH_DETAIL_KEYS = ("hybrid_rank", "hybrid_score", "graph_rank", "graph_score", "graph_hops",
                       "graph_entities", "vector_rank", "vector_score", "bm25_rank", "bm25_score",
@@ -65,8 +71,9 @@ class LinkResult:
     """What :meth:`Graph.link` did: how many memories were ``linked`` (and
     ``skipped``: missing, superseded or expired), how many extractions took each ``path``
     ("llm", "heuristic"), why the LLM was not used where it was not (``fallbacks``: reason ->
-    count), and the graph written: ``mentions`` (memory-entity links, name matches included)
-    and ``relations``."""
+    count), the graph written: ``mentions`` (memory-entity links, name matches included)
+    and ``relations``, and the model's entities, aliases and relations the checks
+    ``refused`` (memory_id, item, reason: names the memory does not hold; the first 1,000)."""
 
     linked: int = 0
     skipped: int = 0
@@ -75,11 +82,13 @@ class LinkResult:
     mentions: int = 0
     relations: int = 0
     ms: float = 0.0
+    refused: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"linked": self.linked, "skipped": self.skipped, "paths": dict(self.paths),
                 "fallbacks": dict(self.fallbacks), "mentions": self.mentions,
-                "relations": self.relations, "ms": self.ms}
+                "relations": self.relations, "ms": self.ms,
+                "refused": [dict(r) for r in self.refused]}
 
 
 @dataclass(frozen=True)
@@ -122,31 +131,34 @@ class GraphView:
                 "relations": [r.to_dict() for r in self.relations]}
 
 
-def _bounded_complete(llm: ChatLLM, text: str, timeout: float) -> str:
-    from .remember import _bounded  # the same daemon-thread bound remember() uses
-
-    return _bounded(llm, build_graph_prompt(text), timeout)
-
-
-def extract_graph(text: str, llm: ChatLLM | None, timeout: float) -> Extraction:
-    """The entities and relations of one memory: by ``llm`` when given (strict JSON,
-    validated by :func:`memdb._graph_extract.parse_graph_reply`), else - or when the model
-    fails, times out or answers with anything but the JSON asked for - by the heuristic, with
-    the reason in ``error``."""
+def extract_graph(text: str, llm: ChatLLM | None, timeout: float | None) -> Extraction:
+    """The entities and relations of one memory: by ``llm`` when given (path ``graph``:
+    schema-constrained JSON, validated by :func:`memdb._graph_extract.parse_graph_reply`,
+    then only names the memory holds, :func:`~memdb._graph_extract.check_extraction`, the
+    rest listed in ``refused``), else - or when the model fails, times out, loops, answers
+    with anything but the JSON asked for or names nothing the memory holds - by the
+    heuristic, with the reason in ``error``."""
     if llm is None:
         out = heuristic_graph(text)
         out.error = "no LLM configured"
         return out
+    refused = []
     try:
-        parsed = parse_graph_reply(_bounded_complete(llm, text, timeout))
+        parsed = parse_graph_reply(llm.complete(build_graph_prompt(text), path="graph",
+                                                schema=GRAPH_SCHEMA, timeout=timeout))
     except LLMError as exc:
         reason = f"llm {exc.kind}"
     else:
-        if parsed.error is None:
-            return parsed
-        reason = parsed.error
+        checked = check_extraction(parsed, text)
+        refused = checked.refused
+        if parsed.error is not None:
+            reason = parsed.error
+        elif parsed.entities and not checked.entities:
+            reason = "no entity of the reply is named in the memory"
+        else:
+            return checked
     out = heuristic_graph(text)
-    out.error = reason
+    out.error, out.refused = reason, refused
     return out
 
 
@@ -162,7 +174,8 @@ class Graph(Family):
         ``memory_ids``: the memories to (re-)link, in this order (default: every current
         memory of the store's subject, or of ``subject``, oldest first, at most ``limit``). ``llm``:
         default the store's (``$MEMDB_LLM_*``); None forces the heuristic. ``timeout``: the
-        most one extraction waits for the model (default ``$MEMDB_REMEMBER_TIMEOUT`` or 10 s).
+        most one extraction waits for the model (default ``$MEMDB_LLM_TIMEOUT_GRAPH``, else
+        ``$MEMDB_REMEMBER_TIMEOUT``, else 30 s).
         Extraction runs outside any transaction; the writes of a batch run in one.
 
         >>> store.graph.link([r.id for r in store.add_many(["张三和李四是同事。"])])  # +SKIP
@@ -179,8 +192,6 @@ class Graph(Family):
         if chat is not None and not isinstance(chat, ChatLLM):
             raise InvalidInput("llm must be a ChatLLM or None")
         wait = _timeout(timeout)
-        if chat is not None:
-            wait = min(wait, chat.timeout)
         with self._store._transaction() as conn:
             rows = conn.execute(_sql.query("graph_memories_to_link"), {
                 "tenant": self._store.tenant, "ids": ids, "subject": who,
@@ -193,6 +204,7 @@ class Graph(Family):
         paths: dict[str, int] = {}
         fallbacks: dict[str, int] = {}
         linked = relations = mentions = 0
+        refused: list[dict[str, str]] = []
         for start in range(0, len(rows), batch_size):
             batch = rows[start:start + batch_size]
             items = []
@@ -201,6 +213,8 @@ class Graph(Family):
                 paths[ext.path] = paths.get(ext.path, 0) + 1
                 if ext.error is not None and chat is not None:
                     fallbacks[ext.error] = fallbacks.get(ext.error, 0) + 1
+                refused += [{"memory_id": str(row["id"]), **r.to_dict()}
+                            for r in ext.refused][:max(0, 1000 - len(refused))]
                 items.append(ext.to_item(str(row["id"])))
             with self._store._transaction() as conn:
                 out = conn.execute(_sql.query("graph_link_memories"), {
@@ -214,7 +228,7 @@ class Graph(Family):
             skipped += len(out) - len(done)
             relations += sum(int(r["relations"]) for r in out)
         return LinkResult(linked, skipped, paths, fallbacks, mentions, relations,
-                          round((time.perf_counter() - started) * 1000, 1))
+                          round((time.perf_counter() - started) * 1000, 1), refused)
 
     def search(self, query: str, k: int = 10,
                filter: Filter | dict[str, Any] | None = None, *, hops: int = 2,
@@ -357,11 +371,15 @@ def _weight(value: Any, name: str) -> float:
     return float(value)
 
 
-def _timeout(value: float | None) -> float:
+def _timeout(value: float | None) -> float | None:
+    """``timeout``, else ``$MEMDB_REMEMBER_TIMEOUT`` if set, else None: the LLM's limit of
+    the graph path (``$MEMDB_LLM_TIMEOUT_GRAPH``, default 30 s)."""
     if value is None:
         raw = os.environ.get("MEMDB_REMEMBER_TIMEOUT")
+        if not raw:
+            return None
         try:
-            value = float(raw) if raw else DEFAULT_LINK_TIMEOUT
+            value = float(raw)
         except ValueError:
             raise InvalidInput(f"MEMDB_REMEMBER_TIMEOUT must be a number, got {raw!r}") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

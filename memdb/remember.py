@@ -1,13 +1,19 @@
 """``store.remember(messages)``: turn a conversation turn into memories.
 
 1. **Extract** candidate facts (preferences, entities, events, rules) through the configured
-   :class:`~memdb.llm.ChatLLM` with a strict JSON prompt, parsed with distrust
-   (:func:`memdb._extract.parse_reply`: JSON inside prose or code fences is found, malformed
-   items are repaired or dropped). With no LLM, or when it fails, times out or answers with
-   no usable JSON, a heuristic extractor keeps the explicit statements ("记住…", "以后都…",
-   "我喜欢…", "I prefer…", "never…", "always…", "remember that…"). The LLM call is bounded
-   by ``timeout`` (default ``$MEMDB_REMEMBER_TIMEOUT`` or 10 s, and never more than the
-   client's own timeout): a write never waits longer for the model.
+   :class:`~memdb.llm.ChatLLM` (path ``remember``: schema-constrained JSON where the server
+   supports it, bounded by ``max_tokens`` and a timeout), parsed with distrust
+   (:func:`memdb._extract.parse_reply`) and checked for meaning
+   (:func:`memdb._extract.check_candidates`): a fact that is a schema word or is not grounded
+   in the turn is refused and listed in ``result.refused``; a decision naming a memory that
+   was not shown, a ``noop`` whose memory does not cover the fact, or an ``update`` of an
+   unrelated memory becomes ``add`` and the decision's ``fallback`` says why. The heuristic
+   extractor ("记住…", "以后都…", "我喜欢…", "I prefer…", "never…", "always…", "remember
+   that…", "I'm allergic…") runs too: its candidates that the model's facts leave out are
+   written with ``path`` "heuristic" (so a model keeping one fact of three loses none). With
+   no LLM, or when it fails, times out, loops or none of its facts pass, the heuristic alone
+   runs and ``fallback_reason`` says why. ``timeout`` lowers the path's bound (default
+   ``$MEMDB_LLM_TIMEOUT_REMEMBER`` / ``$MEMDB_REMEMBER_TIMEOUT``, else 60 s).
 2. **Reconcile** each candidate with the subject's similar memories (one hybrid search on the
    turn, whose top hits the model sees numbered): ``noop`` (already known: nothing written),
    ``update`` (supersede the target: the new fact is written with the target's ``norm_key``,
@@ -24,24 +30,27 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from . import _bridge
 from . import _validate as v
 from ._extract import (
     Candidate,
     build_prompt,
+    check_candidates,
+    extract_schema,
     heuristic_candidates,
     parse_reply,
     score_importance,
+    uncovered,
 )
+from ._grounding import Refused
 from .errors import InvalidInput
-from .llm import ChatLLM, LLMError
+from .llm import DEFAULT_LIMITS, ChatLLM, LLMError
 
 __all__ = ["remember", "RememberResult", "RememberDecision", "DEFAULT_REMEMBER_TIMEOUT"]
 
-DEFAULT_REMEMBER_TIMEOUT = 10.0
+DEFAULT_REMEMBER_TIMEOUT = DEFAULT_LIMITS["remember"].timeout
 MAX_TURN_CHARS = 20_000
 _SEARCH_K = 8
 
@@ -64,12 +73,16 @@ class RememberDecision:
     source_type: str
     reason: str
     gate_reasons: tuple[str, ...] = ()
+    path: str = "heuristic"
+    fallback: str | None = None
 
 
 @dataclass(frozen=True)
 class RememberResult:
-    """The turn's id, which extractor ran (``path``: llm | heuristic), why the LLM was not
-    used (``fallback_reason``), the decisions, and what the parser dropped or repaired."""
+    """The turn's id, which extractor's reply was used (``path``: llm | heuristic), why the
+    LLM's was not (``fallback_reason``), the decisions (each with its own ``path`` and
+    ``fallback``), the model's facts the checks ``refused`` (each with its reason), and
+    what the parser dropped or repaired."""
 
     turn_id: str
     path: str
@@ -79,11 +92,13 @@ class RememberResult:
     repaired: int = 0
     llm_ms: float | None = None
     dry_run: bool = False
+    refused: tuple[Refused, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["decisions"] = [{**asdict(d), "gate_reasons": list(d.gate_reasons)}
                             for d in self.decisions]
+        out["refused"] = [r.to_dict() for r in self.refused]
         return out
 
 
@@ -104,21 +119,15 @@ def _messages(messages: Any) -> list[dict[str, str]]:
     return out
 
 
-def _bounded(llm: ChatLLM, prompt: list[dict[str, str]], timeout: float) -> str:
-    """``llm.complete``, waited for at most ``timeout`` seconds (:func:`memdb._bridge.bounded`:
-    a daemon thread synchronously, a cancelled task under the async driver)."""
-    return str(_bridge.bounded(
-        lambda: llm.complete(prompt, json_mode=True, max_tokens=1200), timeout,
-        lambda: LLMError("timeout", f"no answer within {timeout:g} s")))
-
-
-def write_timeout(timeout: float | None) -> float:
+def write_timeout(timeout: float | None) -> float | None:
     """How long a write may wait for the LLM: ``timeout``, else ``$MEMDB_REMEMBER_TIMEOUT``,
-    else :data:`DEFAULT_REMEMBER_TIMEOUT` seconds (InvalidInput unless positive)."""
+    else None (the client's limit of the path decides); InvalidInput unless positive."""
     if timeout is None:
         raw = os.environ.get("MEMDB_REMEMBER_TIMEOUT")
+        if not raw:
+            return None
         try:
-            timeout = float(raw) if raw else DEFAULT_REMEMBER_TIMEOUT
+            timeout = float(raw)
         except ValueError:
             raise InvalidInput(f"MEMDB_REMEMBER_TIMEOUT must be seconds, got {raw!r}") from None
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -148,29 +157,55 @@ def remember(store: Any, messages: Any, *, llm: ChatLLM | None, session_id: str 
     existing = list(store.search(query, _SEARCH_K, subject=subject)) if query.strip() else []
     path, fallback, llm_ms = "heuristic", "no LLM configured", None
     candidates: list[Candidate] | None = None
+    refused: list[Refused] = []
     dropped = repaired = 0
+    heuristic = heuristic_candidates(user_text)
     if llm is not None:
         started = time.perf_counter()
         try:
-            reply = _bounded(llm, build_prompt(turn_text, [h.memory.content for h in existing]),
-                             min(float(timeout), llm.timeout))
-            parsed = parse_reply(reply)
-            dropped, repaired = parsed.dropped, parsed.repaired
-            if parsed.error:
-                fallback = f"bad_response: {parsed.error}"
-            else:
-                candidates, path, fallback = parsed.candidates, "llm", None
+            candidates, refused, dropped, repaired, fallback = _from_llm(
+                llm, msgs, turn_text, existing, timeout)
+            if candidates is not None:
+                path = "llm"
         except LLMError as exc:
             fallback = f"{exc.kind}: {exc}"
         except Exception as exc:  # noqa: BLE001 (a broken model client must not stop a write)
             fallback = f"error: {type(exc).__name__}"
         llm_ms = round((time.perf_counter() - started) * 1000, 1)
     if candidates is None:
-        candidates = heuristic_candidates(user_text)
-    decisions = [_reconcile(store, c, existing, path, subject, session_id, turn_id, dry_run)
-                 for c in candidates]
+        candidates = heuristic
+    else:
+        gap = "the model's facts left it out"
+        candidates = candidates + [replace(h, fallback=gap) for h in
+                                   uncovered(heuristic, [c.content for c in candidates])]
+    decisions = [_reconcile(store, c, existing, "heuristic" if _heur(c) else path, subject,
+                            session_id, turn_id, dry_run) for c in candidates]
     return RememberResult(turn_id, path, fallback, tuple(decisions), dropped, repaired, llm_ms,
-                          dry_run)
+                          dry_run, tuple(refused))
+
+
+def _heur(c: Candidate) -> bool:
+    return c.reason.startswith("heuristic:")
+
+
+def _from_llm(llm: ChatLLM, msgs: list[dict[str, str]], turn_text: str, existing: list[Any],
+              timeout: float | None
+              ) -> tuple[list[Candidate] | None, list[Refused], int, int, str | None]:
+    """The model's checked candidates (None when its reply is unusable), the refused facts,
+    the parser's drop and repair counts, and why the reply was not used."""
+    shown = [(h.memory.content, h.memory.category.value) for h in existing]
+    reply = llm.complete(build_prompt(turn_text, [m for m, _ in shown]), path="remember",
+                         schema=extract_schema(len(shown)), timeout=timeout)
+    parsed = parse_reply(reply)
+    if parsed.error:
+        return None, [], parsed.dropped, parsed.repaired, f"bad_response: {parsed.error}"
+    said = "\n".join(m["content"] for m in msgs)
+    kept, refused = check_candidates(parsed.candidates, said, shown)
+    if parsed.candidates and not kept:
+        return (None, refused, parsed.dropped, parsed.repaired,
+                f"bad_response: none of the model's {len(parsed.candidates)} facts passed the "
+                "checks (see refused)")
+    return kept, refused, parsed.dropped, parsed.repaired, None
 
 
 def _reconcile(store: Any, c: Candidate, existing: list[Any], path: str, subject: str,
@@ -178,8 +213,8 @@ def _reconcile(store: Any, c: Candidate, existing: list[Any], path: str, subject
     importance = c.importance if c.importance is not None else score_importance(
         c.content, rule=c.rule)
     target = None
-    if c.target is not None and 1 <= c.target <= len(existing):
-        target = existing[c.target - 1].memory
+    if c.action != "add" and c.target is not None and 1 <= c.target <= len(existing):
+        target = existing[c.target - 1].memory  # checked by _extract.check_candidates
     action = c.action if target is not None else "add"
     if action == "add":  # the model may miss an exact repeat; so may the heuristic
         same = next((h.memory for h in existing if _same(h.memory.content, c.content)), None)
@@ -187,7 +222,8 @@ def _reconcile(store: Any, c: Candidate, existing: list[Any], path: str, subject
             action, target = "noop", same
     reason = f"remember ({path}): {c.reason or action}"
     base = {"content": c.content, "category": c.category, "kind": c.kind,
-            "importance": importance, "source_type": c.source, "reason": reason}
+            "importance": importance, "source_type": c.source, "reason": reason,
+            "path": path, "fallback": c.fallback}
     if action == "noop":
         return RememberDecision(action="noop", outcome=None, memory_id=str(target.id),
                                 target_id=str(target.id), **base)

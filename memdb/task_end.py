@@ -13,8 +13,11 @@ when a task ends (``remember`` is the one it calls after each turn).
   "Next time, … before …" (category ``patterns``, tag ``reflection``, so the gate's reflection
   TTL default applies, 180 days). Its text comes from, in order: ``fix=`` (what to do first
   next time), a sentence of the summary already phrased that way, the LLM (``MEMDB_LLM_*``,
-  asked for JSON ``{"rule": ...}``, and only used when the reply is phrased that way), or an
-  offline template quoting the summary.
+  asked for JSON ``{"rule": ...}`` (path ``task_end``: schema, max_tokens, timeout), and
+  only used when the reply is phrased that way and is about the report: two of its content
+  words occur in the task and summary, :mod:`memdb._grounding`; the remedy itself is new
+  text by design), or an offline
+  template quoting the summary; ``fallback_reason`` says why the LLM's rule was not used.
 
 Every write goes through the store's write gate (correction detection off: a failure report
 saying "did not X, so Y" is not a correction of a memory) with provenance ``source_type``
@@ -32,12 +35,13 @@ from typing import Any
 from . import _sql
 from . import _validate as v
 from ._extract import _json_values
+from ._grounding import units
 from ._importance import RULE
 from .context import language_of
 from .errors import InvalidInput
 from .gate import DEFAULT_POLICY, WritePolicy
 from .llm import ChatLLM, LLMError
-from .remember import DEFAULT_REMEMBER_TIMEOUT, _bounded, write_timeout
+from .remember import write_timeout
 from .sediment import classify
 from .summarize import normal_form, split_sentences
 
@@ -54,6 +58,10 @@ REFLECTION_PROMPT = (
     'Return only JSON: {"rule": str}. Write the rule in the report\'s language: Chinese as '
     '"下次…时，先…", English as "Next time, … before …". One concrete sentence: what to do '
     "or check first, before which step.")
+
+
+_RULE_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["rule"],
+                "properties": {"rule": {"type": "string", "maxLength": 400}}}
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ def success_text(summary: str, task: str | None, lang: str) -> str:
 
 
 def reflection_text(summary: str, task: str | None, fix: str | None, lang: str,
-                    llm: ChatLLM | None = None, timeout: float = DEFAULT_REMEMBER_TIMEOUT
+                    llm: ChatLLM | None = None, timeout: float | None = None
                     ) -> tuple[str, str, str | None]:
     """The reflection of a failed task: (text, path, why the LLM was not used)."""
     last = _brief(summary)
@@ -141,13 +149,16 @@ def reflection_text(summary: str, task: str | None, fix: str | None, lang: str,
                   {"role": "user", "content": f"Task: {task or '(not given)'}\n"
                                               f"What happened: {summary}\n\nJSON:"}]
         try:
-            reply = _bounded(llm, prompt, min(float(timeout), llm.timeout))
+            reply = llm.complete(prompt, path="task_end", schema=_RULE_SCHEMA, timeout=timeout)
             rule = next((val.get("rule") for val in _json_values(reply)
                          if isinstance(val, dict) and isinstance(val.get("rule"), str)), None)
             if rule is None:
                 reason = "bad_response: no JSON rule in the reply"
             elif not ACTIONABLE.search(rule) or len(rule) > 1000 or "\x00" in rule:
                 reason = "bad_response: the rule is not phrased as 下次…先… / Next time … before …"
+            elif len(units(rule) & units(f"{task or ''}\n{summary}")) < 2:
+                reason = ("bad_response: the rule is not about the report (fewer than two of "
+                          "its content words occur in the task and summary)")
             else:
                 return " ".join(rule.split()), "llm", None
         except LLMError as exc:

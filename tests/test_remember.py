@@ -89,20 +89,27 @@ def test_parser_repairs_or_drops_items():
 def test_good_json_from_the_model(gated_store):
     """Canned model (canned_openai.py via the real openai client) returns valid JSON: the
     model's categories, importance and reasons are written; its own inference becomes a
-    hypothesis; the prompt asked for JSON mode and showed the turn."""
+    hypothesis when it is grounded in the turn, and is refused (and listed) when it is not;
+    the prompt asked for schema-constrained JSON and showed the turn."""
     reply = _facts(
         {"content": "用户对花生过敏", "category": "entities", "kind": "semantic",
          "importance": 0.95, "source": "user_statement", "action": "add",
          "reason": "health fact stated by the user"},
+        {"content": "用户晚饭吃花生会过敏", "category": "patterns",
+         "source": "model_inference", "action": "add", "reason": "inferred from the question"},
         {"content": "The user probably cooks at home a lot", "category": "patterns",
          "source": "model_inference", "action": "add", "reason": "inferred from recipes"})
     with CannedOpenAI([Reply(reply)]) as api:
         r = gated_store.remember("我对花生过敏，晚饭吃什么好？", llm=_llm(api), turn_id="t-7")
         body = api.requests[-1]["body"]
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "remember"
     assert "我对花生过敏" in body["messages"][-1]["content"]
     assert (r.path, r.fallback_reason, r.turn_id) == ("llm", None, "t-7")
+    assert [(x.item, x.reason.split(" (")[0]) for x in r.refused] == [
+        ("The user probably cooks at home a lot", "not grounded in the turn")]
     allergy, guess = r.decisions
+    assert (allergy.path, allergy.fallback, guess.path) == ("llm", None, "llm")
     assert (allergy.outcome, allergy.importance) == ("created", 0.95)
     memory = gated_store.get(allergy.memory_id)
     assert (memory.category.value, memory.source_id, memory.importance) == ("entities", "t-7",
