@@ -2,11 +2,14 @@
 
 A thin layer over :class:`memdb.llm.ChatLLM` (timeout, no retries): a fixed instruction
 message, and the user's text sent as data in its own message (a JSON string under "query"),
-never spliced into the instructions. What comes back is parsed as JSON only;
+never spliced into the instructions. The request is the LLM path ``planner``: the plan's
+JSON schema as ``response_format`` (intents and categories as enums, at most three queries),
+``max_tokens`` and a timeout. What comes back is parsed as JSON only;
 :func:`memdb.planner.validate_plan` decides whether it is a plan.
 
 Configuration: ``MEMDB_LLM_MODEL``, ``MEMDB_LLM_BASE_URL`` (or ``OPENAI_BASE_URL``),
-``MEMDB_LLM_API_KEY`` (or ``OPENAI_API_KEY``), ``MEMDB_PLANNER_TIMEOUT`` (seconds, default 3).
+``MEMDB_LLM_API_KEY`` (or ``OPENAI_API_KEY``), ``MEMDB_LLM_TIMEOUT_PLANNER`` (or the older
+``MEMDB_PLANNER_TIMEOUT``; seconds, default 15) and ``MEMDB_LLM_MAX_TOKENS_PLANNER`` (200).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import json
 import os
 from typing import Any
 
-from .llm import ChatLLM
+from .llm import DEFAULT_TIMEOUT, ChatLLM
+from .models import Category
 
-__all__ = ["LLMPlanner", "INSTRUCTIONS"]
+__all__ = ["LLMPlanner", "INSTRUCTIONS", "PLAN_SCHEMA"]
 
 INSTRUCTIONS = """You plan searches over a user's long-term memory. Memories are filed under the
 categories preferences, entities, events, patterns, tools, skills, system, general.
@@ -32,14 +36,33 @@ Answer with one JSON object and nothing else:
  "strategy": "exact_match" | "semantic" | "bm25", "weight": 0.1 to 1}]}"""
 
 
+_INTENTS = ["preference_update", "preference_query", "entity_recall", "event_recall",
+            "decision_trace", "rule_statement", "skill_request", "tool_query", "pattern_query",
+            "correction", "new_task", "conflict_resolution", "general_chat"]
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["intent", "queries"],
+    "properties": {
+        "intent": {"type": "string", "enum": _INTENTS},
+        "queries": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["text", "categories", "strategy", "weight"],
+            "properties": {
+                "text": {"type": "string", "minLength": 1, "maxLength": 200},
+                "categories": {"type": "array", "maxItems": 8, "items": {
+                    "type": "string", "enum": [c.value for c in Category]}},
+                "strategy": {"type": "string", "enum": ["exact_match", "semantic", "bm25"]},
+                "weight": {"type": "number"}}}}}}
+
+
 class LLMPlanner:
     """Asks an OpenAI-compatible chat endpoint for a plan (JSON) through :class:`memdb.llm.ChatLLM`
     (no retries, a hard timeout)."""
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 3.0) -> None:
-        self.llm = ChatLLM(base_url, api_key=api_key, model=model, timeout=timeout)
-        self.model, self.timeout = model, float(timeout)
+                 timeout: float | None = None) -> None:
+        self.llm = ChatLLM(base_url, api_key=api_key, model=model,
+                           timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        self.model, self.timeout = model, self.llm.limit("planner").timeout
 
     @classmethod
     def from_env(cls) -> LLMPlanner | None:
@@ -50,8 +73,7 @@ class LLMPlanner:
         return cls(model,
                    base_url=(os.environ.get("MEMDB_LLM_BASE_URL")
                              or os.environ.get("OPENAI_BASE_URL")),
-                   api_key=os.environ.get("MEMDB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY"),
-                   timeout=float(os.environ.get("MEMDB_PLANNER_TIMEOUT", "3")))
+                   api_key=os.environ.get("MEMDB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY"))
 
     def messages(self, query: str) -> list[dict[str, str]]:
         """The chat messages: fixed instructions, then the user's text as JSON data."""
@@ -61,7 +83,8 @@ class LLMPlanner:
     def plan_json(self, query: str) -> Any:
         """The model's answer parsed as JSON (raises LLMError on transport errors and
         timeouts, ValueError on non-JSON)."""
-        text = self.llm.complete(self.messages(query), json_mode=True, max_tokens=400).strip()
+        text = self.llm.complete(self.messages(query), path="planner",
+                                 schema=PLAN_SCHEMA).strip()
         if text.startswith("```"):  # tolerate a fenced answer, nothing more
             text = text.strip("`").removeprefix("json").strip()
         return json.loads(text)

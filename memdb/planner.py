@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._grounding import schema_token
 from .errors import InvalidInput
 from .models import Category
 
@@ -286,7 +287,10 @@ def validate_plan(data: Any, query: str, *, source: str = "llm", strict: bool = 
     Unknown intents are rejected (PlanError); unknown categories are dropped (none left →
     general); unknown strategies become semantic; weights are clamped to [0.1, 1]; at most
     three queries are kept; a query text must be a non-blank string (else the user's query is
-    used). ``strict`` (replay) also keeps an empty category list as "all categories"."""
+    used). From the LLM (``source="llm"``) a query text that is a schema word ("text",
+    "query", ``snake_case``) or longer than four times the query plus 200 characters is
+    rejected (PlanError): the model echoed the form or ran on. ``strict`` (replay) also keeps
+    an empty category list as "all categories"."""
     if not isinstance(data, Mapping):
         raise PlanError("plan must be a JSON object")
     intent = data.get("intent")
@@ -302,7 +306,10 @@ def validate_plan(data: Any, query: str, *, source: str = "llm", strict: bool = 
         text = item.get("text")
         if not isinstance(text, str) or not text.strip():
             text = query
-        text = text.strip()[:1000]
+        text = text.strip()
+        if source == "llm" and (schema_token(text) or len(text) > 4 * len(query) + 200):
+            raise PlanError("a planned query text is a schema word or runs on")
+        text = text[:1000]
         cats_raw = item.get("categories")
         if isinstance(cats_raw, str):
             cats_raw = [cats_raw]
@@ -388,6 +395,7 @@ def _failure(exc: BaseException) -> str:
     if "timeout" in name or isinstance(exc, TimeoutError) \
             or getattr(exc, "kind", None) == "timeout":  # memdb.llm.LLMError
         return "planner_timeout"
-    if isinstance(exc, (PlanError, json.JSONDecodeError, ValueError, KeyError, TypeError)):
+    if isinstance(exc, (PlanError, json.JSONDecodeError, ValueError, KeyError, TypeError)) \
+            or getattr(exc, "kind", None) in ("bad_response", "truncated", "looping"):
         return "planner_invalid"
     return "planner_error"

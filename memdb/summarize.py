@@ -6,6 +6,12 @@ deduplicated, scored by how many of the session's recurring terms they hold (Eng
 CJK bigrams) and the importance of their memory, and the best few are kept in their original
 order. :func:`summarize` always returns a :class:`Summary` saying which path made it and, when
 the LLM path was not taken, why. No I/O here besides the LLM call.
+
+The model's summary is untrusted (LLM path ``summary``: JSON schema, ``max_tokens``, timeout,
+a stop on loops, :mod:`memdb.llm`): it is used only when it is grounded in the notes (half
+its content words, English words and CJK bigrams, occur in them: :mod:`memdb._grounding`)
+and is not a schema word; otherwise the extractive summary is used and ``fallback_reason``
+says why.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._grounding import coverage, grounded
 from .llm import ChatLLM, LLMError
 
 __all__ = ["Summary", "split_sentences", "extractive_summary", "summarize", "normal_form"]
@@ -138,6 +145,10 @@ def _parse_reply(reply: str) -> str:
     return text[:MAX_SUMMARY_CHARS]
 
 
+_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["summary"],
+           "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": 1500}}}
+
+
 def summarize(texts: Sequence[str], llm: ChatLLM | None, *,
               weights: Sequence[float] | None = None, max_sentences: int = 5) -> Summary:
     """Summarize ``texts`` (one session's memories, oldest first) with ``llm`` if given, else,
@@ -148,8 +159,14 @@ def summarize(texts: Sequence[str], llm: ChatLLM | None, *,
     notes = "\n".join(f"- {' '.join(t.split())}" for t in texts)
     try:
         reply = llm.complete([{"role": "system", "content": _SYSTEM % max_sentences},
-                              {"role": "user", "content": f"Session notes:\n{notes}"}])
-        return Summary(_parse_reply(reply), "llm", None)
+                              {"role": "user", "content": f"Session notes:\n{notes}"}],
+                             path="summary", schema=_SCHEMA)
+        text = _parse_reply(reply)
+        if not grounded(text, notes, 0.5):
+            found, total = coverage(text, notes)
+            raise LLMError("ungrounded", f"the summary is not grounded in the notes ({found} of "
+                                         f"{total} content words found)")
+        return Summary(text, "llm", None)
     except LLMError as exc:
         return Summary(extractive_summary(texts, weights=weights, max_sentences=max_sentences),
                        "extractive", str(exc))

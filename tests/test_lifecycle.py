@@ -181,7 +181,7 @@ def test_summary_through_a_canned_llm(janitor):
     real openai client: good JSON, plain text, HTTP 500, a timeout."""
     working(janitor, "s", SESSION_EN)
     script = [Reply('```json\n{"summary": "Team chose PostgreSQL; Alice likes green tea."}\n```'),
-              Reply("会话总结：决定使用PostgreSQL。"),
+              Reply("Session summary: decided to use PostgreSQL; never deploy on Fridays."),
               Reply('{"no_summary": true}'),
               Status(500),
               Delay(3.0, '{"summary": "late"}')]
@@ -195,7 +195,8 @@ def test_summary_through_a_canned_llm(janitor):
         assert m.source_type.value == "model_inference" and m.metadata["path"] == "llm"
         text = janitor.sessions.summarize("s", llm=llm, dry_run=True)
         assert (text.path, text.memory_id) == ("llm", None)
-        assert text.content == "会话总结：决定使用PostgreSQL。"
+        assert text.content == \
+            "Session summary: decided to use PostgreSQL; never deploy on Fridays."
         bad = janitor.sessions.summarize("s", llm=llm, dry_run=True)
         assert bad.path == "extractive" and "no \"summary\"" in bad.fallback_reason
         error = janitor.sessions.summarize("s", llm=llm, dry_run=True)

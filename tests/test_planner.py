@@ -205,7 +205,10 @@ def test_llm_plan_for_ambiguous_query_is_validated_and_cached(llm):
     assert [m["role"] for m in messages] == ["system", "user"]
     assert "上次那个项目" not in messages[0]["content"]
     assert json.loads(messages[1]["content"]) == {"query": "上次那个项目"}
-    assert llm.requests[0]["response_format"] == {"type": "json_object"}
+    # schema-constrained output: the intents are an enum of the known ones
+    fmt = llm.requests[0]["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert set(fmt["json_schema"]["schema"]["properties"]["intent"]["enum"]) == set(INTENTS)
 
 
 def test_unambiguous_queries_skip_the_llm(llm):
