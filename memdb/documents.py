@@ -30,6 +30,7 @@ from typing import Any
 from . import _sql
 from . import _validate as v
 from ._deprecated import call_alias
+from ._grounding import coverage, grounded
 from .ask import _FROM_ENV, MAX_K, MAX_QUESTION_CHARS, _steps
 from .ask._expand import EXPANSIONS
 from .ask._models import AskResult, Expansion, RerankInfo, Retrieval
@@ -285,7 +286,9 @@ class Documents(Family):
         is told to use only the passages and to say "I don't know" otherwise; the answer's
         ``citations`` are the passages its valid ``[n]`` markers name, and markers naming
         passages that were not given are dropped (``dropped_citations``). Without an LLM, or
-        when it fails (timeout, HTTP error, empty reply), the result holds the ranked passages
+        when it fails (timeout, HTTP error, empty reply, a reply cut off at max_tokens or
+        looping, or an answer that is not grounded in the passages and question: half its
+        content words must occur in them), the result holds the ranked passages
         (``mode="passages"``, all of them as ``citations``) and ``notes`` says why.
         """
         started = time.perf_counter()
@@ -317,7 +320,7 @@ class Documents(Family):
         t0 = time.perf_counter()
         try:
             reply = chat.complete(build_messages(found.question, found.passages,
-                                                 max_passage_chars))
+                                                 max_passage_chars), path="answer")
         except LLMError as exc:
             log.warning("answering fell back to the passages: %s", exc)
             return passages_only(f"the LLM failed ({exc}): the ranked passages are the answer")
@@ -329,6 +332,12 @@ class Documents(Family):
         citations = tuple(by_number[n] for n in cited if n in by_number)
         text = strip_citations(reply, set(dropped)).strip()
         unknown = not citations and says_unknown(reply)
+        context = "\n".join([found.question, *(p.text for p in found.passages)])
+        if not unknown and not grounded(text, context, 0.5):
+            hit, total = coverage(text, context)
+            return passages_only(f"the answer is not grounded in the passages ({hit} of "
+                                 f"{total} content words found): the ranked passages are "
+                                 "the answer")
         if dropped:
             notes.append(f"dropped citations of passages that were not given: {list(dropped)}")
         if not citations and not unknown:

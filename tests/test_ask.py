@@ -255,9 +255,10 @@ def test_mqe_fuses_rewrites_in_sql(kb: MemoryStore) -> None:
     with CannedOpenAI(script) as srv:
         result = kb.documents.ask(KEY_Q, k=3, expand="mqe", n_queries=3, llm=chat(srv))
         first = srv.requests[0]["body"]
-    assert first["response_format"] == {"type": "json_object"}
+    assert first["response_format"]["type"] == "json_schema"
     assert result.expansion.applied and result.expansion.kind == "mqe"
     assert result.expansion.variants == ("API key rotation schedule", "vault rotate billing")
+    assert [r.reason for r in result.expansion.refused] == ["a repeat"]
     top = result.passages[0]
     assert is_key_passage(top.text)
     assert [v["variant"] for v in top.details["variants"]] == ["question", "mqe1", "mqe2"]
@@ -386,23 +387,27 @@ def test_reranker_failure_keeps_search_order(kb: MemoryStore, bad: Broken) -> No
     assert all("passage text" not in n for n in found.notes)
 
 
-def test_llm_reranker_scores_from_strict_json(kb: MemoryStore) -> None:
-    """Canned LLM (tests/canned_openai.py): the LLM reranker's JSON scores put the third
-    candidate first."""
+def test_llm_reranker_order_from_strict_json(kb: MemoryStore) -> None:
+    """Canned LLM (tests/canned_openai.py): the LLM reranker's JSON order (a prefix of a
+    permutation) puts the third candidate first; the one it leaves out keeps its place after
+    the ones it names."""
     plain = kb.documents.retrieve(KEY_Q, k=3, llm=None)
-    with CannedOpenAI([Reply('{"scores": [1, 2, 9.5]}')]) as srv:
+    with CannedOpenAI([Reply('{"order": [3, 1]}')]) as srv:
         found = kb.documents.retrieve(KEY_Q, k=3, reranker="llm", rerank_depth=3, llm=chat(srv))
         body = srv.requests[0]["body"]
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["properties"]["order"][
+        "items"]["enum"] == [1, 2, 3]
     assert found.rerank.applied and found.rerank.name == "llm"
-    assert found.passages[0].memory_id == plain.passages[2].memory_id
-    assert found.passages[0].details["rerank_score"] == 9.5
+    assert [p.memory_id for p in found.passages] == [
+        plain.passages[i].memory_id for i in (2, 0, 1)]
+    assert found.passages[0].details["rerank_score"] == 3.0
 
 
-@pytest.mark.parametrize("step", [Reply("1, 2, 3"), Reply('{"scores": [1, 2]}'),
-                                  Reply('{"scores": [1, "high", 3]}'),
-                                  Reply('{"scores": [1, true, 3]}'), Status(503),
-                                  Delay(3.0, '{"scores": [1, 2, 3]}')])
+@pytest.mark.parametrize("step", [Reply("1, 2, 3"), Reply('{"order": []}'),
+                                  Reply('{"order": [1, "high", 3]}'),
+                                  Reply('{"order": [1, true, 3]}'), Status(503),
+                                  Delay(3.0, '{"order": [1, 2, 3]}')])
 def test_llm_reranker_failure_keeps_search_order(kb: MemoryStore, step) -> None:
     """Canned LLM (tests/canned_openai.py): malformed scores, an HTTP error or a timeout keep
     the search order, marked in the result."""
@@ -555,3 +560,97 @@ def test_eval_expansion_against_canned_endpoint(tiny_locomo: str, server_dsn: st
     assert rows["mqe"]["fallback_rate"] == 0.0 and result["questions"] == 3
     # five scores never match fewer than five candidates: those reranks fall back, counted
     assert rows["none+rerank_llm"]["fallbacks"] == 3
+
+
+# -- junk from the model: every step falls back and says so (issue 21) -------------------------
+@pytest.mark.parametrize("step", [
+    Reply(json.dumps({"queries": ["How often are API keys rotated",
+                                  " ".join(f"rotation{i}" for i in range(40))]})),
+    Reply(json.dumps({"queries": ["key " * 300]})),
+    Reply(json.dumps({"queries": ["API key rotation schedule"]}), finish_reason="length"),
+    Reply(json.dumps({"queries": ["user_statement", "HOW OFTEN ARE API KEYS ROTATED?"]})),
+])
+def test_mqe_junk_falls_back_to_the_question(kb: MemoryStore, step) -> None:
+    """Canned LLM (tests/canned_openai.py): rewrites that copy the question (case and the
+    question mark aside), run past the length limit, are schema words, a reply that loops
+    or one cut off at max_tokens: the question is searched alone and the expansion says
+    why."""
+    plain = kb.documents.retrieve(KEY_Q, k=3, llm=None)
+    with CannedOpenAI([step]) as srv:
+        found = kb.documents.retrieve(KEY_Q, k=3, expand="mqe", llm=chat(srv))
+    assert not found.expansion.applied and found.expansion.fallback
+    assert found.expansion.fallback.startswith(
+        ("LLM bad_response: query rewrites: no usable rewrite", "LLM truncated",
+         "LLM looping"))
+    assert [p.memory_id for p in found.passages] == [p.memory_id for p in plain.passages]
+
+
+def test_mqe_reports_each_refused_rewrite(kb: MemoryStore) -> None:
+    """Canned LLM (tests/canned_openai.py): one good rewrite is used; the copy of the question
+    and the one that runs past the length limit are refused, each with its reason."""
+    reply = json.dumps({"queries": ["how often are api keys rotated", "vault rotate billing",
+                                    " ".join(f"rotation{i}" for i in range(40))]})
+    with CannedOpenAI([Reply(reply)]) as srv:
+        found = kb.documents.retrieve(KEY_Q, k=3, expand="mqe", llm=chat(srv))
+    assert found.expansion.applied and found.expansion.variants == ("vault rotate billing",)
+    assert [r.reason for r in found.expansion.refused] == ["the same as the question",
+                                                          "longer than 150 characters"]
+
+
+@pytest.mark.parametrize(("question", "step", "why"), [
+    (KEY_Q, Reply(KEY_Q), "the same as the question"),
+    (KEY_Q_ZH, Reply("香蕉是一种黄色的水果。"), "off topic"),
+    (KEY_Q, Reply("Keys rotate. " * 12), "repeats itself"),
+    (KEY_Q, Reply("API keys are rotated every ninety days by the"), "cut off"),
+    (KEY_Q, Reply('{"content": "user_statement"}'), "a schema word or JSON"),
+])
+def test_hyde_junk_falls_back_to_the_question(kb: MemoryStore, question, step, why) -> None:
+    """Canned LLM (tests/canned_openai.py): a HyDE passage cannot be grounded (it is invented
+    by design), so it is checked for what can be checked: a copy of the question, off topic
+    (no content word of the question), looping, cut off at max_tokens, JSON: the question
+    is searched alone and the expansion says why."""
+    if why == "cut off":
+        step = Reply(step.text, finish_reason="length")
+    with CannedOpenAI([step]) as srv:
+        found = kb.documents.retrieve(question, k=3, expand="hyde", llm=chat(srv))
+        body = srv.requests[0]["body"]
+    assert not found.expansion.applied
+    reason = found.expansion.fallback
+    assert why in reason or (why == "cut off" and "max_tokens" in reason) or \
+        (why == "repeats itself" and "looping" in reason), reason
+    assert body["max_tokens"] == 200
+
+
+@pytest.mark.parametrize(("reply", "why"), [
+    ('{"order": [1, 7]}', "passage 7 was not shown (1..3)"),
+    ('{"order": [2, 2, 1]}', "passage 2 is named twice"),
+    ('{"order": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]}',
+     "passage 4 was not shown (1..3)"),
+])
+def test_rerank_must_be_a_permutation_of_the_shown_passages(kb: MemoryStore, reply,
+                                                            why) -> None:
+    """Canned LLM (tests/canned_openai.py): a rerank naming a passage past n (a model that
+    keeps counting), or one passage twice, is refused whole: the search order is kept and
+    the rerank says why."""
+    plain = kb.documents.retrieve(KEY_Q, k=3, llm=None)
+    with CannedOpenAI([Reply(reply)]) as srv:
+        found = kb.documents.retrieve(KEY_Q, k=3, reranker="llm", rerank_depth=3,
+                                      llm=chat(srv))
+    assert not found.rerank.applied and why in found.rerank.fallback, found.rerank.fallback
+    assert [p.memory_id for p in found.passages] == [p.memory_id for p in plain.passages]
+
+
+@pytest.mark.parametrize(("question", "reply", "why"), [
+    (KEY_Q, "Bananas grow in Ecuador and Costa Rica [1].", "not grounded in the passages"),
+    (KEY_Q_ZH, "香蕉产自厄瓜多尔和哥斯达黎加【1】。", "not grounded in the passages"),
+    (KEY_Q, "Every 90 days [1]. " * 10, "repeats itself"),
+])
+def test_ungrounded_or_looping_answer_falls_back_to_the_passages(kb: MemoryStore, question,
+                                                                 reply, why) -> None:
+    """Canned LLM (tests/canned_openai.py): an answer that cites a passage but says things
+    neither the passages nor the question say, or one that loops, is not given: the ranked
+    passages are the answer and the notes say why."""
+    with CannedOpenAI([Reply(reply)]) as srv:
+        result = kb.documents.ask(question, k=3, llm=chat(srv))
+    assert result.mode == "passages" and result.answer is None
+    assert any(why in n for n in result.notes), result.notes

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._grounding import Refused
+
 __all__ = ["Passage", "Expansion", "RerankInfo", "Retrieval", "AskResult"]
 
 
@@ -56,12 +58,14 @@ class Passage:
 @dataclass(frozen=True, slots=True)
 class Expansion:
     """How the question was expanded: ``kind`` (mqe | hyde), the variants searched besides
-    the question (rewrites, or the hypothetical passage), and ``fallback`` — why the plain
-    question was searched alone instead (None when the expansion worked)."""
+    the question (rewrites, or the hypothetical passage), ``fallback`` — why the plain
+    question was searched alone instead (None when the expansion worked) — and the rewrites
+    the checks ``refused``, each with its reason (:mod:`memdb.ask._expand`)."""
 
     kind: str
     variants: tuple[str, ...] = ()
     fallback: str | None = None
+    refused: tuple[Refused, ...] = ()
 
     @property
     def applied(self) -> bool:
@@ -69,7 +73,7 @@ class Expansion:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "applied": self.applied, "variants": list(self.variants),
-                "fallback": self.fallback}
+                "fallback": self.fallback, "refused": [r.to_dict() for r in self.refused]}
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,8 @@ def expand(kind: str, chat: ChatLLM | None, question: str, n: int) -> Expansion:
         return Expansion(kind, fallback="no LLM configured (MEMDB_LLM_MODEL)")
     try:
         if kind == "mqe":
-            return Expansion(kind, tuple(rewrite_queries(chat, question, n)))
+            variants, refused = rewrite_queries(chat, question, n)
+            return Expansion(kind, tuple(variants), refused=tuple(refused))
         return Expansion(kind, (hypothetical_passage(chat, question),))
     except LLMError as exc:
         return Expansion(kind, fallback=str(exc))
