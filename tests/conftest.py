@@ -28,7 +28,7 @@ TEMPLATE = "memdb_test_template"
 BOTH_DRIVERS = frozenset({
     "test_store", "test_versions", "test_gate", "test_search", "test_search_edges",
     "test_recall", "test_isolation", "test_sessions", "test_lifecycle", "test_remember",
-    "test_embedding_faults",
+    "test_embedding_faults", "test_llm_untrusted",
 })
 _counter = itertools.count()
 
