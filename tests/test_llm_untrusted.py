@@ -294,3 +294,18 @@ def test_loop_detector():
     assert looping("1. 好的。" + "我喜欢喝茶。" * 12)
     assert not looping("Alice likes tea; Bob likes coffee; Carol likes juice; Dan likes milk.")
     assert not looping('{"order": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}')
+
+
+def test_cli_remember_shows_refused_facts_and_heuristic_items(fresh_db, monkeypatch):
+    """Canned model (canned_openai.py, via MEMDB_LLM_*): `memdb remember` prints the refused
+    fact with its reason and which extractor each written fact came from."""
+    from tests.cli_helpers import run
+
+    reply = _facts({"content": "用户叫李雷"}, {"content": "user_statement"})
+    with CannedOpenAI([Reply(reply)]) as api:
+        monkeypatch.setenv("MEMDB_LLM_BASE_URL", api.base_url)
+        monkeypatch.setenv("MEMDB_LLM_MODEL", "canned")
+        out = run(fresh_db, "remember", "我叫李雷，在北京工作，喜欢打篮球。")
+    assert out.exit_code == 0, out.output
+    assert "refused  'user_statement': a schema word, not a fact" in out.stdout
+    assert "from the heuristic extractor: the model's facts left it out" in out.stdout

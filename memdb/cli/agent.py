@@ -53,7 +53,7 @@ def tool_call(arguments: str, subject: str | None, source_id: str | None,
 @click.option("--no-llm", is_flag=True, help="Use the heuristic extractor even if "
                                              "MEMDB_LLM_MODEL is set.")
 @click.option("--timeout", type=float, help="Seconds to wait for the LLM at most "
-                                            "(default $MEMDB_REMEMBER_TIMEOUT or 10).")
+                                            "(default $MEMDB_LLM_TIMEOUT_REMEMBER or 60).")
 @click.option("--dry-run", is_flag=True, help="Show the decisions; write nothing.")
 @json_option
 def remember(text: tuple[str, ...], session_id: str | None, subject: str | None,
@@ -77,5 +77,10 @@ def remember(text: tuple[str, ...], session_id: str | None, subject: str | None,
     for d in result.decisions:
         click.echo(f"{d.action:8} {d.outcome or '-':11} {d.memory_id or '-':36} "
                    f"[{d.category}, {d.importance:.2f}] {d.content}")
+        if d.path != result.path or d.fallback:
+            click.echo(f"{'':10}from the {d.path} extractor"
+                       + (f": {d.fallback}" if d.fallback else ""))
         for reason in d.gate_reasons:
             click.echo(f"{'':10}{reason}")
+    for x in result.refused:
+        click.echo(f"refused  {x.item!r}: {x.reason}")
