@@ -34,7 +34,13 @@ from ._grounding import coverage, grounded
 from .ask import _FROM_ENV, MAX_K, MAX_QUESTION_CHARS, _steps
 from .ask._expand import EXPANSIONS
 from .ask._models import AskResult, Expansion, RerankInfo, Retrieval
-from .ask._prompt import build_messages, parse_citations, says_unknown, strip_citations
+from .ask._prompt import (
+    build_messages,
+    parse_citations,
+    says_unknown,
+    strip_citations,
+    without_markers,
+)
 from .ask._rerank import RERANKERS, Reranker
 from .errors import Forbidden, InvalidInput
 from .family import Family
@@ -333,8 +339,8 @@ class Documents(Family):
         text = strip_citations(reply, set(dropped)).strip()
         unknown = not citations and says_unknown(reply)
         context = "\n".join([found.question, *(p.text for p in found.passages)])
-        if not unknown and not grounded(text, context, 0.5):
-            hit, total = coverage(text, context)
+        if not unknown and not grounded(without_markers(text), context, 0.5):
+            hit, total = coverage(without_markers(text), context)
             return passages_only(f"the answer is not grounded in the passages ({hit} of "
                                  f"{total} content words found): the ranked passages are "
                                  "the answer")

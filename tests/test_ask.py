@@ -654,3 +654,11 @@ def test_ungrounded_or_looping_answer_falls_back_to_the_passages(kb: MemoryStore
         result = kb.documents.ask(question, k=3, llm=chat(srv))
     assert result.mode == "passages" and result.answer is None
     assert any(why in n for n in result.notes), result.notes
+
+
+def test_citation_markers_do_not_count_against_grounding(kb: MemoryStore) -> None:
+    """Canned LLM (tests/canned_openai.py): a short grounded answer with several markers is
+    given (the markers' numbers are not content words the passages must hold)."""
+    with CannedOpenAI([Reply("90 [1][2][3].")]) as srv:
+        result = kb.documents.ask(KEY_Q, k=3, llm=chat(srv))
+    assert result.mode == "llm" and [c.number for c in result.citations] == [1, 2, 3]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ._models import Passage
 
 __all__ = ["SYSTEM_PROMPT", "build_messages", "parse_citations", "strip_citations",
-           "says_unknown", "UNKNOWN"]
+           "without_markers", "says_unknown", "UNKNOWN"]
 
 UNKNOWN = "I don't know"
 
@@ -81,6 +81,15 @@ def strip_citations(answer: str, invalid: set[int]) -> str:
         return "[" + ", ".join(keep) + "]" if keep else "\0"
 
     return re.sub(r"\s*\0", "", _MARKER.sub(fix, answer))
+
+
+def without_markers(answer: str) -> str:
+    """``answer`` with every citation marker taken out (what its grounding is checked on).
+
+    >>> without_markers("Every 90 days [1][2]. 每九十天【1，3】。")
+    'Every 90 days . 每九十天 。'
+    """
+    return " ".join(_MARKER.sub(" ", answer).split())
 
 
 def says_unknown(answer: str) -> bool:
