@@ -109,8 +109,9 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
     """Evaluate retrieval on a LoCoMo-format file; see the module docstring.
 
     ``dsn``: any database on the server to use (default ``$MEMDB_DSN``, else the embedded
-    server); a scratch database ``memdb_eval_<random>`` is created there and dropped at the
-    end. ``configs``: name -> search settings (default :data:`DEFAULT_CONFIGS`).
+    server); a scratch database ``memdb_eval_<pid>_<random>`` is created there and dropped at
+    the end, also on SIGTERM (see :mod:`memdb.evaluation._scratch`). ``configs``: name ->
+    search settings (default :data:`DEFAULT_CONFIGS`).
     ``search_context``: index each turn with the session date and the previous turn.
     """
     started = time.perf_counter()
