@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Iterator, Sequence
 
 import psycopg
@@ -662,3 +663,18 @@ def test_citation_markers_do_not_count_against_grounding(kb: MemoryStore) -> Non
     with CannedOpenAI([Reply("90 [1][2][3].")]) as srv:
         result = kb.documents.ask(KEY_Q, k=3, llm=chat(srv))
     assert result.mode == "llm" and [c.number for c in result.citations] == [1, 2, 3]
+
+
+def test_ask_paths_have_their_own_timeouts(kb: MemoryStore, monkeypatch) -> None:
+    """Canned LLM (tests/canned_openai.py) answers every request after 2 s; the client's
+    ceiling is 5 s, but MEMDB_LLM_TIMEOUT_MQE / _RERANK / _ANSWER of 0.3 s make each step fall
+    back in time, each saying so."""
+    for path in ("MQE", "RERANK", "ANSWER"):
+        monkeypatch.setenv(f"MEMDB_LLM_TIMEOUT_{path}", "0.3")
+    with CannedOpenAI([Delay(2.0, '{"queries": ["late"], "order": [1]}')]) as srv:
+        started = time.perf_counter()
+        result = kb.documents.ask(KEY_Q, k=3, expand="mqe", reranker="llm", llm=chat(srv))
+        elapsed = time.perf_counter() - started
+    assert "timeout" in result.expansion.fallback and "timeout" in result.rerank.fallback
+    assert result.mode == "passages" and any("timeout" in n for n in result.notes)
+    assert elapsed < 3.0, elapsed

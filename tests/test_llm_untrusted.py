@@ -309,3 +309,32 @@ def test_cli_remember_shows_refused_facts_and_heuristic_items(fresh_db, monkeypa
     assert out.exit_code == 0, out.output
     assert "refused  'user_statement': a schema word, not a fact" in out.stdout
     assert "from the heuristic extractor: the model's facts left it out" in out.stdout
+
+
+@pytest.mark.parametrize("path", ["summary", "task_end", "graph", "planner"])
+def test_each_path_has_its_own_timeout(store, monkeypatch, path):
+    """Canned model (canned_openai.py) answers every request after 2 s; the path's own
+    MEMDB_LLM_TIMEOUT_<PATH>=0.3 (the client's ceiling is 30 s) makes it fall back in time
+    and say so."""
+    from memdb._llm_planner import LLMPlanner
+
+    monkeypatch.setenv(f"MEMDB_LLM_TIMEOUT_{path.upper()}", "0.3")
+    late = Delay(2.0, '{"summary": "late", "rule": "late", "entities": []}')
+    with CannedOpenAI([late]) as api:
+        started = time.perf_counter()
+        if path == "summary":
+            s = summarize(["我们决定使用PostgreSQL。"], _llm(api))
+            assert s.path == "extractive" and s.fallback_reason.startswith("LLM timeout")
+        elif path == "task_end":
+            r = store.task_end("s", outcome="failure", task="迁移数据库",
+                               summary="迁移把生产库锁住了十分钟。", llm=_llm(api))
+            assert r.path == "template" and r.fallback_reason.startswith("timeout")
+        elif path == "graph":
+            m = store.add("张三和李四是同事。", source_id="s")
+            r = store.graph.link([m.id], llm=_llm(api))
+            assert r.paths == {"heuristic": 1} and r.fallbacks == {"llm timeout": 1}
+        else:
+            planner = Planner(LLMPlanner("canned", base_url=api.base_url), mode="llm")
+            plan = planner.plan("上次那个项目")
+            assert plan.fallback and plan.reason == "planner_timeout"
+        assert time.perf_counter() - started < 1.8
