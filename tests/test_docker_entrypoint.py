@@ -68,3 +68,47 @@ def test_the_entrypoint_refuses_a_privileged_server_login(empty_db):
 def test_the_entrypoint_needs_both_logins(empty_db):
     result = _run({"MEMDB_ADMIN_DSN": "", "MEMDB_DSN": empty_db}, "true")
     assert result.returncode != 0 and "MEMDB_ADMIN_DSN" in result.stderr
+
+
+def test_the_compose_citus_profile_is_a_coordinator_and_two_workers():
+    """docker-compose.yml's `citus` profile, read as data (Docker does not run here; CI tests
+    memdb on a cluster built from the Citus source instead): three nodes of the image in
+    docker/citus (pgvector's image plus Citus) that load citus at start, only the coordinator
+    published, and a one-shot service that adds both workers to it."""
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
+    services = compose["services"]
+    citus = {name for name, svc in services.items() if "citus" in svc.get("profiles", [])}
+    assert citus == {"citus-coordinator", "citus-worker1", "citus-worker2", "citus-setup"}
+    assert "profiles" not in services["postgres"] and "profiles" not in services["memdb"]
+    nodes = ["citus-coordinator", "citus-worker1", "citus-worker2"]
+    subnet = compose["networks"]["citus-internal"]["ipam"]["config"][0]["subnet"]
+    assert compose["networks"]["citus-internal"]["internal"] is True
+    for name in nodes:
+        node = services[name]
+        assert node["build"] == "docker/citus"
+        command = " ".join(node["command"])
+        assert "shared_preload_libraries=citus" in command and "wal_level=logical" in command
+        assert node["environment"]["CITUS_INTERNAL_SUBNET"] == subnet
+        assert "citus-internal" in node["networks"]
+        assert "-h 127.0.0.1" in node["healthcheck"]["test"][1]
+        assert len(node["volumes"]) == 1
+    assert len({services[n]["volumes"][0] for n in nodes}) == 3  # a data volume each
+    assert services["citus-coordinator"]["ports"] == ["127.0.0.1:55433:5432"]
+    assert "ports" not in services["citus-worker1"] and "ports" not in services["citus-worker2"]
+    setup = services["citus-setup"]
+    assert set(setup["depends_on"]) == set(nodes)
+    assert all(d["condition"] == "service_healthy" for d in setup["depends_on"].values())
+    sql = " ".join(setup["entrypoint"])
+    assert "citus_set_coordinator_host('citus-coordinator-internal', 5432)" in sql
+    assert all(f"citus_add_node('{w}', 5432)" in sql for w in nodes[1:])
+    assert "citus-coordinator-internal" in \
+        services["citus-coordinator"]["networks"]["citus-internal"]["aliases"]
+    dockerfile = (ROOT / "docker" / "citus" / "Dockerfile").read_text(encoding="utf-8")
+    assert "pgvector/pgvector:pg18" in dockerfile and "postgresql-18-citus-" in dockerfile
+    init = (ROOT / "docker" / "citus" / "10-citus.sh").read_text(encoding="utf-8")
+    assert "COPY 10-citus.sh /docker-entrypoint-initdb.d/" in dockerfile
+    assert "CREATE EXTENSION IF NOT EXISTS citus" in init and "CITUS_INTERNAL_SUBNET" in init
+    assert subprocess.run(["sh", "-n", str(ROOT / "docker" / "citus" / "10-citus.sh")]
+                          ).returncode == 0
