@@ -33,7 +33,7 @@ embedding_spaces = sa.Table(
 
 memories = sa.Table(
     "memories", metadata,
-    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("agent", sa.Text),
@@ -71,7 +71,8 @@ memories = sa.Table(
     sa.Column("tag_version", sa.Integer),  # revision 0008
     sa.Column("document_id", UUID(as_uuid=True)),  # revision 0005
     # revision 0011: keys between tenant-owned tables include the tenant
-    sa.UniqueConstraint("tenant", "id", name="memories_tenant_id_key"),
+    # revision 0013: every primary key of a tenant-owned table includes the tenant
+    sa.PrimaryKeyConstraint("tenant", "id", name="memories_pkey"),
     _tenant_fk("superseded_by", "memories", "memories_superseded_by_fkey",
                "SET NULL (superseded_by)"),
     _tenant_fk("document_id", "documents", "memories_document_id_fkey", "CASCADE"),
@@ -107,7 +108,7 @@ sa.Index("memories_content_trgm_idx", sa.func.lower(memories.c.content).label("c
 
 memory_history = sa.Table(
     "memory_history", metadata,
-    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), nullable=False),
     sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
@@ -117,6 +118,7 @@ memory_history = sa.Table(
     sa.Column("actor", sa.Text),
     sa.Column("reason", sa.Text),
     sa.Column("at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "id", name="memory_history_pkey"),
     sa.Index("memory_history_memory_idx", "memory_id", "id"),
     sa.Index("memory_history_subject_idx", "tenant", "subject"),
 )
@@ -137,11 +139,12 @@ bm25_stats = sa.Table(
 
 memory_usage = sa.Table(
     "memory_usage", metadata,
-    sa.Column("memory_id", UUID(as_uuid=True), primary_key=True),
-    sa.Column("subject", sa.Text, primary_key=True),
+    sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("use_count", sa.Integer, nullable=False),
     sa.Column("last_used_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "memory_id", "subject", name="memory_usage_pkey"),
     _tenant_fk("memory_id", "memories", "memory_usage_memory_id_fkey", "CASCADE"),
     sa.Index("memory_usage_subject_idx", "tenant", "subject"),
 )
@@ -149,7 +152,7 @@ memory_usage = sa.Table(
 # revision 0004: the lifecycle's review queue and sedimentation runs
 review_queue = sa.Table(
     "review_queue", metadata,
-    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("kind", sa.Text, nullable=False),
@@ -163,6 +166,7 @@ review_queue = sa.Table(
     sa.Column("decided_by", sa.Text),
     sa.Column("decided_at", TS),
     sa.Column("created_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "id", name="review_queue_pkey"),
     sa.UniqueConstraint("tenant", "subject", "content_hash", name="review_queue_content_key"),
     _tenant_fk("memory_id", "memories", "review_queue_memory_id_fkey",
                "SET NULL (memory_id)"),
@@ -182,7 +186,7 @@ sediment_runs = sa.Table(
 # revision 0005: ingested documents and their chunk maps
 documents = sa.Table(
     "documents", metadata,
-    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("scope", sa.Text, nullable=False),
@@ -200,15 +204,15 @@ documents = sa.Table(
     sa.Column("metadata", JSONB, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("ingested_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "id", name="documents_pkey"),
     sa.UniqueConstraint("tenant", "uri", name="documents_uri_key"),
-    sa.UniqueConstraint("tenant", "id", name="documents_tenant_id_key"),  # revision 0011
     sa.Index("documents_subject_idx", "tenant", "subject"),
 )
 
 document_chunks = sa.Table(
     "document_chunks", metadata,
-    sa.Column("document_id", UUID(as_uuid=True), primary_key=True),
-    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("document_id", UUID(as_uuid=True), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
@@ -218,6 +222,7 @@ document_chunks = sa.Table(
     sa.Column("parent_start", sa.Integer, nullable=False),
     sa.Column("parent_end", sa.Integer, nullable=False),
     sa.Column("tokens", sa.Integer, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "document_id", "position", name="document_chunks_pkey"),
     _tenant_fk("document_id", "documents", "document_chunks_document_id_fkey", "CASCADE"),
     _tenant_fk("memory_id", "memories", "document_chunks_memory_id_fkey", "CASCADE"),
     sa.Index("document_chunks_memory_idx", "memory_id"),
@@ -241,7 +246,7 @@ sessions = sa.Table(
 
 session_messages = sa.Table(
     "session_messages", metadata,
-    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("session_id", sa.Text, nullable=False),
@@ -249,6 +254,7 @@ session_messages = sa.Table(
     sa.Column("content", sa.Text, nullable=False),
     sa.Column("tokens", sa.Integer, nullable=False),
     sa.Column("created_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "id", name="session_messages_pkey"),
     sa.ForeignKeyConstraint(["tenant", "subject", "session_id"],
                             ["memdb.sessions.tenant", "memdb.sessions.subject",
                              "memdb.sessions.session_id"],
@@ -259,7 +265,7 @@ session_messages = sa.Table(
 # revision 0008: one row per planned search (MemoryStore.recall)
 retrieval_traces = sa.Table(
     "retrieval_traces", metadata,
-    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("query", sa.Text, nullable=False),
@@ -277,6 +283,7 @@ retrieval_traces = sa.Table(
     sa.Column("latency_ms", sa.REAL, nullable=False),
     sa.Column("timings", JSONB, nullable=False),
     sa.Column("created_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "id", name="retrieval_traces_pkey"),
     sa.Index("retrieval_traces_created_idx", "tenant", "created_at"),
     sa.Index("retrieval_traces_subject_idx", "tenant", "subject"),
     sa.Index("retrieval_traces_result_subjects_idx", "result_subjects", postgresql_using="gin"),
@@ -285,7 +292,7 @@ retrieval_traces = sa.Table(
 # revision 0009: the entity graph (entities, their mentions in memories, relations)
 entities = sa.Table(
     "entities", metadata,
-    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("name", sa.Text, nullable=False),
@@ -294,19 +301,20 @@ entities = sa.Table(
     sa.Column("aliases", ARRAY(sa.Text), nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "id", name="entities_pkey"),
     sa.UniqueConstraint("tenant", "subject", "norm_name", "type", name="entities_name_key"),
-    sa.UniqueConstraint("tenant", "id", name="entities_tenant_id_key"),  # revision 0011
     sa.Index("entities_norm_name_idx", "tenant", "norm_name"),
     sa.Index("entities_aliases_idx", "aliases", postgresql_using="gin"),
 )
 
 entity_mentions = sa.Table(
     "entity_mentions", metadata,
-    sa.Column("entity_id", sa.BigInteger, primary_key=True),
-    sa.Column("memory_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("entity_id", sa.BigInteger, nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("created_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "entity_id", "memory_id", name="entity_mentions_pkey"),
     _tenant_fk("entity_id", "entities", "entity_mentions_entity_id_fkey", "CASCADE"),
     _tenant_fk("memory_id", "memories", "entity_mentions_memory_id_fkey", "CASCADE"),
     sa.Index("entity_mentions_memory_idx", "memory_id"),
@@ -314,7 +322,7 @@ entity_mentions = sa.Table(
 
 entity_relations = sa.Table(
     "entity_relations", metadata,
-    sa.Column("id", sa.BigInteger, sa.Identity(always=True), primary_key=True),
+    sa.Column("id", sa.BigInteger, sa.Identity(always=True), nullable=False),
     sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("from_id", sa.BigInteger, nullable=False),
@@ -325,7 +333,8 @@ entity_relations = sa.Table(
     sa.Column("valid_from", TS, nullable=False),
     sa.Column("valid_to", TS),
     sa.Column("created_at", TS, nullable=False),
-    sa.UniqueConstraint("from_id", "type", "to_id", "memory_id",
+    sa.PrimaryKeyConstraint("tenant", "id", name="entity_relations_pkey"),
+    sa.UniqueConstraint("tenant", "from_id", "type", "to_id", "memory_id",
                         name="entity_relations_edge_key"),
     _tenant_fk("from_id", "entities", "entity_relations_from_id_fkey", "CASCADE"),
     _tenant_fk("to_id", "entities", "entity_relations_to_id_fkey", "CASCADE"),

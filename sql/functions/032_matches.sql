@@ -1,8 +1,10 @@
--- memdb.matches(m memdb.memories, p_filter jsonb) -> boolean
--- True when memory m passes filter p_filter (keys documented in memdb.check_filter).
--- A single SQL expression, so the planner inlines it and, with the filter known at plan time,
--- folds every absent key away and uses the scope indexes for the rest.
-CREATE OR REPLACE FUNCTION memdb.matches(m memdb.memories, p_filter jsonb)
+-- memdb.matches(m anyelement, p_filter jsonb) -> boolean
+-- True when memory m (a row of memdb.memories) passes filter p_filter (keys documented in
+-- memdb.check_filter). A single SQL expression, so the planner inlines it and, with the filter
+-- known at plan time, folds every absent key away and uses the scope indexes for the rest.
+-- m is polymorphic (revision 0013 dropped matches(memdb.memories, jsonb)): on a Citus worker
+-- a function's query reads a shard of memories, whose rows have the shard's own row type.
+CREATE OR REPLACE FUNCTION memdb.matches(m anyelement, p_filter jsonb)
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$

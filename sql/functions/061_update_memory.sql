@@ -19,6 +19,8 @@ AS $$
 DECLARE
     k text;
     result uuid;
+    v_tags text[];
+    v_expires timestamptz;
 BEGIN
     IF p_changes IS NULL OR jsonb_typeof(p_changes) <> 'object' THEN
         RAISE EXCEPTION 'changes must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
@@ -30,6 +32,13 @@ BEGIN
             RAISE EXCEPTION 'memory field "%" cannot be updated', k USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END LOOP;
+    -- values needing non-immutable functions are computed first: Citus refuses them inside
+    -- the CASEs of an UPDATE of a distributed table
+    v_tags := memdb.jtext_array(p_changes -> 'tags');
+    v_expires := CASE WHEN p_changes ? 'expires_at' THEN (p_changes ->> 'expires_at')::timestamptz
+                      WHEN p_changes ? 'ttl_seconds'
+                          THEN now() + (p_changes ->> 'ttl_seconds')::double precision * interval '1 second'
+                 END;
     UPDATE memdb.memories m SET
         content        = CASE WHEN p_changes ? 'content' THEN p_changes ->> 'content' ELSE m.content END,
         search_context = CASE WHEN p_changes ? 'search_context' THEN p_changes ->> 'search_context' ELSE m.search_context END,
@@ -44,10 +53,8 @@ BEGIN
         source_type    = CASE WHEN p_changes ? 'source_type' THEN p_changes ->> 'source_type' ELSE m.source_type END,
         source_id      = CASE WHEN p_changes ? 'source_id' THEN p_changes ->> 'source_id' ELSE m.source_id END,
         metadata       = CASE WHEN p_changes ? 'metadata' THEN p_changes -> 'metadata' ELSE m.metadata END,
-        tags           = CASE WHEN p_changes ? 'tags' THEN memdb.jtext_array(p_changes -> 'tags') ELSE m.tags END,
-        expires_at     = CASE WHEN p_changes ? 'expires_at' THEN (p_changes ->> 'expires_at')::timestamptz
-                              WHEN p_changes ? 'ttl_seconds'
-                                  THEN now() + (p_changes ->> 'ttl_seconds')::double precision * interval '1 second'
+        tags           = CASE WHEN p_changes ? 'tags' THEN v_tags ELSE m.tags END,
+        expires_at     = CASE WHEN p_changes ? 'expires_at' OR p_changes ? 'ttl_seconds' THEN v_expires
                               ELSE m.expires_at END,
         embedding      = CASE WHEN p_embedding IS NOT NULL THEN p_embedding
                               WHEN p_changes ? 'content' AND p_changes ->> 'content' IS DISTINCT FROM m.content THEN NULL

@@ -12,11 +12,11 @@ DECLARE
     n bigint;
     prev_reason text := current_setting('memdb.reason', true);
 BEGIN
-    PERFORM set_config('memdb.reason', 'expired', true);
+    PERFORM memdb.set_local('memdb.reason', 'expired');
     DELETE FROM memdb.memories
     WHERE expires_at <= now() AND (p_tenant IS NULL OR tenant = p_tenant);
     GET DIAGNOSTICS n = ROW_COUNT;
-    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
     RETURN n;
 END
 $$;

@@ -34,6 +34,6 @@ AS $$
                           ELSE greatest(m.expires_at, p_new.expires_at) END,
         space_id = CASE WHEN m.embedding IS NULL THEN p_new.space_id ELSE m.space_id END,
         embedding = coalesce(m.embedding, p_new.embedding)
-    WHERE m.id = p_id
+    WHERE m.tenant = p_new.tenant AND m.id = p_id
     RETURNING m.*
 $$;

@@ -198,7 +198,7 @@ BEGIN
             ORDER BY c.holds DESC, c.sim DESC NULLS LAST, c.id
             LIMIT 1;
             IF target IS NOT NULL THEN
-                PERFORM 1 FROM memdb.memories m WHERE m.id = target FOR UPDATE;
+                PERFORM 1 FROM memdb.memories m WHERE m.tenant = cand.tenant AND m.id = target FOR UPDATE;
                 old_ids := ARRAY[target];
                 why := format('corrected (not %s)', r.correction_of);
                 target := NULL;
@@ -242,12 +242,12 @@ BEGIN
                 WHERE valid_to IS NULL DO NOTHING;
             IF FOUND THEN
                 IF old_ids IS NOT NULL THEN
-                    PERFORM set_config('memdb.reason', concat_ws('; ', nullif(caller_reason, ''),
-                                                                 why || ': ' || cand.id::text), true);
+                    PERFORM memdb.set_local('memdb.reason', concat_ws('; ', nullif(caller_reason, ''),
+                                                                      why || ': ' || cand.id::text));
                     UPDATE memdb.memories m
                     SET valid_to = greatest(now(), m.valid_from), superseded_by = cand.id
-                    WHERE m.id = ANY (old_ids);
-                    PERFORM set_config('memdb.reason', caller_reason, true);
+                    WHERE m.tenant = cand.tenant AND m.id = ANY (old_ids);
+                    PERFORM memdb.set_local('memdb.reason', caller_reason);
                     ord := r.ord; id := cand.id; outcome := 'superseded'; related_id := old_ids[1];
                     similarity := sim; detail := why;
                 ELSE
@@ -278,13 +278,13 @@ BEGIN
             CONTINUE;
         END IF;
         IF how = 'merged' THEN
-            SELECT * INTO before_row FROM memdb.memories m WHERE m.id = target FOR UPDATE;
+            SELECT * INTO before_row FROM memdb.memories m WHERE m.tenant = cand.tenant AND m.id = target FOR UPDATE;
             why := format('merged near-duplicate (cosine %s): %s', round(sim::numeric, 4), cand.content);
-            PERFORM set_config('memdb.reason', concat_ws('; ', nullif(caller_reason, ''), why), true);
+            PERFORM memdb.set_local('memdb.reason', concat_ws('; ', nullif(caller_reason, ''), why));
         END IF;
         after_row := memdb.bump_memory(target, cand, src_order);
         IF how = 'merged' THEN
-            PERFORM set_config('memdb.reason', caller_reason, true);
+            PERFORM memdb.set_local('memdb.reason', caller_reason);
             IF after_row.version = before_row.version THEN
                 -- only counters changed: the history trigger writes nothing, so record the merge
                 INSERT INTO memdb.memory_history (memory_id, tenant, subject, op, before, after, actor, reason)

@@ -7,6 +7,8 @@
 -- SECURITY DEFINER (fixed search_path, every name qualified): the application role has no
 -- privilege at all on the statistics tables (revision 0010), so only this trigger writes them,
 -- from the rows the caller's statement changed (rows row-level security already let it write).
+-- On a Citus worker the trigger fires on a shard of memories and writes the co-located shards
+-- of the statistics tables (memdb.colocated_table): the same tenants' rows, on this node.
 CREATE OR REPLACE FUNCTION memdb.bm25_maintain()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -15,6 +17,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     src text;
+    v_stats text := memdb.colocated_table(TG_TABLE_NAME, 'bm25_stats');
+    v_terms text := memdb.colocated_table(TG_TABLE_NAME, 'bm25_terms');
 BEGIN
     src := CASE TG_OP
         WHEN 'INSERT' THEN
@@ -32,7 +36,7 @@ BEGIN
                     OR (n.valid_to IS NULL) <> (o.valid_to IS NULL))'
     END;
     EXECUTE format($q$
-        INSERT INTO memdb.bm25_stats AS s (tenant, doc_count, total_len)
+        INSERT INTO %s AS s (tenant, doc_count, total_len)
         SELECT d.tenant, sum(d.sign), sum(d.sign * d.doc_len)
         FROM (%s) d
         GROUP BY d.tenant
@@ -40,16 +44,16 @@ BEGIN
         ON CONFLICT (tenant) DO UPDATE
             SET doc_count = s.doc_count + excluded.doc_count,
                 total_len = s.total_len + excluded.total_len
-    $q$, src);
+    $q$, v_stats, src);
     EXECUTE format($q$
-        INSERT INTO memdb.bm25_terms AS t (tenant, term, df)
+        INSERT INTO %s AS t (tenant, term, df)
         SELECT d.tenant, u.lexeme, sum(d.sign)
         FROM (%s) d CROSS JOIN LATERAL pg_catalog.unnest(d.tsv) u
         GROUP BY d.tenant, u.lexeme
         HAVING sum(d.sign) <> 0
         ORDER BY d.tenant, u.lexeme
         ON CONFLICT (tenant, term) DO UPDATE SET df = t.df + excluded.df
-    $q$, src);
+    $q$, v_terms, src);
     RETURN NULL;
 END
 $$;

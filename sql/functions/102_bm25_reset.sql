@@ -9,8 +9,9 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    DELETE FROM memdb.bm25_terms;
-    DELETE FROM memdb.bm25_stats;
+    -- on a Citus worker: the shards co-located with the truncated shard (memdb.colocated_table)
+    EXECUTE format('DELETE FROM %s', memdb.colocated_table(TG_TABLE_NAME, 'bm25_terms'));
+    EXECUTE format('DELETE FROM %s', memdb.colocated_table(TG_TABLE_NAME, 'bm25_stats'));
     RETURN NULL;
 END
 $$;

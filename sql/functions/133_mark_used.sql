@@ -9,12 +9,12 @@ LANGUAGE sql
 AS $$
     WITH marked AS (
         INSERT INTO memdb.memory_usage AS u (memory_id, subject, tenant, use_count, last_used_at)
-        SELECT m.id, coalesce(p_subject, m.subject), m.tenant, 1, now()
+        SELECT m.id, coalesce(p_subject, m.subject), p_tenant, 1, now()
         FROM memdb.memories m
         WHERE m.tenant = p_tenant AND m.id = ANY (p_ids)
         ORDER BY m.id
-        ON CONFLICT (memory_id, subject) DO UPDATE
-            SET use_count = u.use_count + 1, last_used_at = now()
+        ON CONFLICT (tenant, memory_id, subject) DO UPDATE
+            SET use_count = u.use_count + 1, last_used_at = excluded.last_used_at
         RETURNING 1
     )
     SELECT count(*)::integer FROM marked

@@ -1,12 +1,15 @@
--- memdb.mmr(p_ids uuid[], p_relevance double precision[], p_k integer, p_lambda double precision DEFAULT 0.7)
+-- memdb.mmr(p_ids uuid[], p_relevance double precision[], p_k integer, p_lambda double precision DEFAULT 0.7,
+--           p_tenant_of_ids text DEFAULT NULL)
 --   -> TABLE(id uuid, pick integer, mmr_score double precision)
 -- Greedy maximal marginal relevance over candidates p_ids with relevance p_relevance (same
 -- order; scaled here to [0, 1] by the maximum): each pick maximizes
 --     lambda * relevance - (1 - lambda) * max cosine similarity to the memories already picked
 -- using the stored embeddings (a candidate without one counts as similar to nothing).
--- Returns up to p_k ids in pick order.
+-- Returns up to p_k ids in pick order. p_tenant_of_ids: the tenant all of p_ids belong to, when
+-- known (memdb.search_hybrid passes it).
 CREATE OR REPLACE FUNCTION memdb.mmr(p_ids uuid[], p_relevance double precision[], p_k integer,
-                                     p_lambda double precision DEFAULT 0.7)
+                                     p_lambda double precision DEFAULT 0.7,
+                                     p_tenant_of_ids text DEFAULT NULL)
 RETURNS TABLE (id uuid, pick integer, mmr_score double precision)
 LANGUAGE plpgsql STABLE
 AS $$
@@ -33,9 +36,15 @@ BEGIN
     IF cardinality(p_relevance) <> n THEN
         RAISE EXCEPTION 'mmr needs one relevance per id' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT array_agg(m.embedding ORDER BY c.ord) INTO vecs
-    FROM unnest(p_ids) WITH ORDINALITY AS c(id, ord)
-    LEFT JOIN memdb.memories m ON m.id = c.id;
+    IF p_tenant_of_ids IS NULL THEN
+        SELECT array_agg(m.embedding ORDER BY c.ord) INTO vecs
+        FROM unnest(p_ids) WITH ORDINALITY AS c(id, ord)
+        LEFT JOIN memdb.memories m ON m.id = c.id;
+    ELSE  -- one tenant's ids: a primary-key probe, and on Citus a one-shard query
+        SELECT array_agg(m.embedding ORDER BY c.ord) INTO vecs
+        FROM unnest(p_ids) WITH ORDINALITY AS c(id, ord)
+        LEFT JOIN memdb.memories m ON m.tenant = p_tenant_of_ids AND m.id = c.id;
+    END IF;
     SELECT max(x) INTO top FROM unnest(p_relevance) AS x;
     top := CASE WHEN top IS NULL OR top <= 0 THEN 1 ELSE top END;
     rel := ARRAY(SELECT coalesce(x, 0) / top FROM unnest(p_relevance) AS x);

@@ -119,8 +119,9 @@ BEGIN
                coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
                coalesce(fu.exact_score, '-Infinity') AS se
         FROM fu
-        JOIN memdb.memories m ON m.id = fu.id
-        LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id AND u.subject = coalesce(usage_subject, m.subject)
+        JOIN memdb.memories m ON m.tenant = p_tenant AND m.id = fu.id
+        LEFT JOIN memdb.memory_usage u ON u.tenant = m.tenant AND u.memory_id = m.id
+                                       AND u.subject = coalesce(usage_subject, m.subject)
         CROSS JOIN LATERAL (
             SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
                                           extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult,
@@ -181,7 +182,7 @@ BEGIN
            c.bm25_rank, c.bm25_score, c.exact_rank, c.exact_score, p.mmr_score
     FROM memdb.mmr((SELECT array_agg(c2.id ORDER BY c2.pos) FROM c c2),
                    (SELECT array_agg(c2.score ORDER BY c2.pos) FROM c c2),
-                   p_k, (o ->> 'mmr_lambda')::double precision) p
+                   p_k, (o ->> 'mmr_lambda')::double precision, p_tenant) p
     JOIN c ON c.id = p.id
     ORDER BY p.pick;
 END

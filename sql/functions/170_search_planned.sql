@@ -207,8 +207,9 @@ BEGIN
            fu.fused * mu.mult, fu.fused, mu.mult, m.category, fu.routes, need_fallback, NULL::jsonb
     FROM fu
     CROSS JOIN LATERAL (SELECT coalesce(fu.flat_rank <= anchor_k, false) AS anchored) an
-    JOIN memdb.memories m ON m.id = fu.id
-    LEFT JOIN memdb.memory_usage u ON u.memory_id = m.id AND u.subject = coalesce(usage_subject, m.subject)
+    JOIN memdb.memories m ON m.tenant = p_tenant AND m.id = fu.id
+    LEFT JOIN memdb.memory_usage u ON u.tenant = m.tenant AND u.memory_id = m.id
+                                   AND u.subject = coalesce(usage_subject, m.subject)
     CROSS JOIN LATERAL (
         SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
                                       extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult

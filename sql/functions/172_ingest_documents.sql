@@ -100,7 +100,7 @@ BEGIN
                 content_hash = excluded.content_hash, size = excluded.size,
                 chunking = excluded.chunking, content = excluded.content,
                 metadata = excluded.metadata, chunk_count = excluded.chunk_count,
-                version = d.version + 1, ingested_at = now()
+                version = d.version + 1, ingested_at = excluded.ingested_at
         RETURNING d.id, d.uri, d.version, d.chunk_count
     )
     SELECT array_agg(up.id ORDER BY i.ord), array_agg(up.version ORDER BY i.ord),
@@ -109,7 +109,7 @@ BEGIN
     FROM up JOIN input i ON i.d ->> 'uri' = up.uri;
 
     -- 2. their old chunk maps
-    DELETE FROM memdb.document_chunks c WHERE c.document_id = ANY (v_ids);
+    DELETE FROM memdb.document_chunks c WHERE c.tenant = p_tenant AND c.document_id = ANY (v_ids);
 
     -- 3. new memories for new text, the new chunk maps, provenance of reused own memories
     WITH docs AS MATERIALIZED (  -- plain values: index probes by doc_id under RLS
@@ -137,7 +137,8 @@ BEGIN
                coalesce((r.item ->> 'parent_end')::integer, (r.item ->> 'char_end')::integer) AS parent_end,
                e.embedding
         FROM docs d
-        CROSS JOIN LATERAL (SELECT o AS r FROM memdb.documents o WHERE o.id = d.doc_id LIMIT 1) row_doc
+        CROSS JOIN LATERAL (SELECT o AS r FROM memdb.documents o
+                            WHERE o.tenant = p_tenant AND o.id = d.doc_id LIMIT 1) row_doc
         CROSS JOIN LATERAL jsonb_array_elements(d.items) WITH ORDINALITY AS r(item, ord)
         LEFT JOIN unnest(p_embeddings) WITH ORDINALITY AS e(embedding, ord)
                ON e.ord = d.base + r.ord
@@ -189,7 +190,8 @@ BEGIN
         FROM (SELECT DISTINCT ON (r.memory_id, r.doc_id) * FROM resolved r
               WHERE NOT r.inserted AND r.memory_id IS NOT NULL
               ORDER BY r.memory_id, r.doc_id, r.pos) f
-        WHERE m.id = ANY (ARRAY(SELECT r.memory_id FROM resolved r  -- primary-key probes
+        WHERE m.tenant = p_tenant
+          AND m.id = ANY (ARRAY(SELECT r.memory_id FROM resolved r  -- primary-key probes
                                 WHERE NOT r.inserted AND r.memory_id IS NOT NULL))
           AND m.id = f.memory_id AND m.document_id = f.doc_id
           AND (f.embedding IS NOT NULL
@@ -213,7 +215,8 @@ BEGIN
         RETURNING 1
     )
     SELECT (SELECT min((r.doc_row).uri) FROM resolved r WHERE r.memory_id IS NULL),
-           (SELECT min(d.uri) FROM ins w JOIN memdb.documents d ON d.id = w.document_id
+           (SELECT min(d.uri) FROM ins w JOIN memdb.documents d
+                                 ON d.tenant = p_tenant AND d.id = w.document_id
             WHERE w.no_vector AND p_space_id IS NOT NULL),
            ARRAY(SELECT count(w.id)::integer
                  FROM unnest(v_ids) WITH ORDINALITY AS u(id, n)

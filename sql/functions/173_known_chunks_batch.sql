@@ -29,11 +29,13 @@ AS $$
     CROSS JOIN LATERAL (
         SELECT m.document_id, m.search_context
         FROM memdb.memories m
-        WHERE m.id = c.id AND m.embedding IS NOT NULL AND m.space_id = p_space_id
+        WHERE m.tenant = p_tenant AND m.id = c.id AND m.embedding IS NOT NULL
+          AND m.space_id = p_space_id
         LIMIT 1
     ) k
     LEFT JOIN LATERAL (
-        SELECT o.uri FROM memdb.documents o WHERE o.id = k.document_id LIMIT 1
+        SELECT o.uri FROM memdb.documents o WHERE o.tenant = p_tenant AND o.id = k.document_id
+        LIMIT 1
     ) owner ON true
     WHERE t.content IS NOT NULL
       AND (owner.uri IS DISTINCT FROM x.d ->> 'uri'

@@ -10,21 +10,29 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     prev_reason text := current_setting('memdb.reason', true);
+    v_tenant text;
+    v_gone uuid[] := '{}';
 BEGIN
     IF p_ids IS NULL OR cardinality(p_ids) = 0 THEN
         RETURN;
     END IF;
-    PERFORM set_config('memdb.reason', coalesce(p_reason, ''), true);
-    RETURN QUERY
-    WITH locked AS (
-        SELECT m.id FROM memdb.memories m
-        WHERE m.id = ANY (p_ids) AND m.category <> 'system'
-        ORDER BY m.id
-        FOR UPDATE SKIP LOCKED
-    ), gone AS (
-        DELETE FROM memdb.memories m USING locked l WHERE m.id = l.id RETURNING m.id
-    )
-    SELECT g.id FROM gone g ORDER BY g.id;
-    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    PERFORM memdb.set_local('memdb.reason', coalesce(p_reason, ''));
+    -- one tenant at a time: each lock and delete is by (tenant, id), the primary key (and on
+    -- Citus a one-shard statement, which FOR UPDATE requires)
+    FOR v_tenant IN SELECT DISTINCT m.tenant FROM memdb.memories m WHERE m.id = ANY (p_ids)
+                    ORDER BY 1 LOOP
+        WITH locked AS (
+            SELECT m.id FROM memdb.memories m
+            WHERE m.tenant = v_tenant AND m.id = ANY (p_ids) AND m.category <> 'system'
+            ORDER BY m.id
+            FOR UPDATE SKIP LOCKED
+        ), gone AS (
+            DELETE FROM memdb.memories m USING locked l
+            WHERE m.tenant = v_tenant AND m.id = l.id RETURNING m.id
+        )
+        SELECT v_gone || coalesce(array_agg(g.id), '{}') INTO v_gone FROM gone g;
+    END LOOP;
+    RETURN QUERY SELECT x.id FROM unnest(v_gone) AS x(id) ORDER BY x.id;
+    PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
 END
 $$;

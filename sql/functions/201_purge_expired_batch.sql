@@ -13,6 +13,7 @@ AS $$
 DECLARE
     prev_reason text := current_setting('memdb.reason', true);
     v_ids uuid[];
+    v_tenant text;
 BEGIN
     SELECT coalesce(array_agg(c.id ORDER BY c.expires_at, c.id), '{}') INTO v_ids
     FROM (SELECT m.id, m.expires_at FROM memdb.memories m
@@ -23,15 +24,20 @@ BEGIN
         RETURN QUERY SELECT unnest(v_ids);
         RETURN;
     END IF;
-    PERFORM set_config('memdb.reason', 'expired', true);
-    RETURN QUERY
-    WITH locked AS (
-        SELECT m.id FROM memdb.memories m WHERE m.id = ANY (v_ids)
-        ORDER BY m.id FOR UPDATE SKIP LOCKED
-    ), gone AS (
-        DELETE FROM memdb.memories m USING locked l WHERE m.id = l.id RETURNING m.id
-    )
-    SELECT g.id FROM gone g;
-    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    PERFORM memdb.set_local('memdb.reason', 'expired');
+    -- one tenant at a time: locks and deletes by (tenant, id) (on Citus, one shard each)
+    FOR v_tenant IN SELECT DISTINCT m.tenant FROM memdb.memories m WHERE m.id = ANY (v_ids)
+                    ORDER BY 1 LOOP
+        RETURN QUERY
+        WITH locked AS (
+            SELECT m.id FROM memdb.memories m WHERE m.tenant = v_tenant AND m.id = ANY (v_ids)
+            ORDER BY m.id FOR UPDATE SKIP LOCKED
+        ), gone AS (
+            DELETE FROM memdb.memories m USING locked l
+            WHERE m.tenant = v_tenant AND m.id = l.id RETURNING m.id
+        )
+        SELECT g.id FROM gone g;
+    END LOOP;
+    PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
 END
 $$;

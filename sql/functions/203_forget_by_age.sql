@@ -27,7 +27,8 @@ BEGIN
     SELECT coalesce(array_agg(c.id ORDER BY c.created_at, c.id), '{}') INTO v_ids
     FROM (SELECT m.id, m.created_at FROM memdb.memories m
           LEFT JOIN LATERAL (SELECT sum(u.use_count) AS uses, max(u.last_used_at) AS last_used
-                             FROM memdb.memory_usage u WHERE u.memory_id = m.id) u ON true
+                             FROM memdb.memory_usage u
+                                       WHERE u.tenant = m.tenant AND u.memory_id = m.id) u ON true
           WHERE (p_tenant IS NULL OR m.tenant = p_tenant)
             AND m.valid_to IS NULL AND m.category <> 'system'
             AND (m.expires_at IS NULL OR m.expires_at > now())

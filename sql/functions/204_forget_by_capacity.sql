@@ -19,6 +19,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_ids uuid[];
+    v_now timestamptz := now();  -- a value, not a call: Citus pushes the lateral subquery down
 BEGIN
     IF p_max_per_session IS NULL OR p_max_per_session < 0 THEN
         RAISE EXCEPTION 'max_per_session must be >= 0, got %', p_max_per_session
@@ -31,7 +32,7 @@ BEGIN
                                           ORDER BY p.priority DESC, m.created_at DESC, m.id) AS rn
                 FROM memdb.memories m
                 CROSS JOIN LATERAL (SELECT m.importance * memdb.time_decay(
-                        extract(epoch FROM now() - m.created_at) / 86400.0,
+                        extract(epoch FROM v_now - m.created_at) / 86400.0,
                         p_half_life_days) AS priority) p
                 WHERE (p_tenant IS NULL OR m.tenant = p_tenant)
                   AND m.kind = 'working' AND m.session_id IS NOT NULL

@@ -30,6 +30,7 @@ DECLARE
     v_action text[];
     v_forget uuid[];
     v_decay uuid[];
+    v_tenant text;
 BEGIN
     IF p_half_life_days IS NULL OR p_half_life_days <= 0 OR p_floor IS NULL OR p_floor < 0
        OR p_floor > 1 OR p_min_step IS NULL OR p_min_step < 0 THEN
@@ -69,25 +70,30 @@ BEGIN
     JOIN unnest(v_ids, v_old, v_new, v_action) AS p(id, old_confidence, new_confidence, action)
       ON p.id = f.id;
     IF v_decay IS NOT NULL THEN
-        PERFORM set_config('memdb.reason',
-                           format('decay: unconfirmed hypothesis (half-life %s days)', p_half_life_days), true);
-        RETURN QUERY
-        WITH plan AS (
-            SELECT * FROM unnest(v_ids, v_old, v_new, v_action)
-                AS p(id, old_confidence, new_confidence, action)
-            WHERE p.action = 'decay'
-        ), locked AS (
-            SELECT m.id FROM memdb.memories m
-            WHERE m.id = ANY (v_decay) ORDER BY m.id FOR UPDATE SKIP LOCKED
-        ), changed AS (
-            UPDATE memdb.memories m SET confidence = p.new_confidence
-            FROM plan p, locked l
-            WHERE m.id = p.id AND l.id = p.id
-            RETURNING m.id
-        )
-        SELECT p.id, p.old_confidence, p.new_confidence, p.action
-        FROM changed c JOIN plan p ON p.id = c.id;
-        PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+        PERFORM memdb.set_local('memdb.reason',
+                                format('decay: unconfirmed hypothesis (half-life %s days)', p_half_life_days));
+        -- one tenant at a time: locks and updates by (tenant, id) (on Citus, one shard each)
+        FOR v_tenant IN SELECT DISTINCT m.tenant FROM memdb.memories m
+                        WHERE m.id = ANY (v_decay) ORDER BY 1 LOOP
+            RETURN QUERY
+            WITH plan AS (
+                SELECT * FROM unnest(v_ids, v_old, v_new, v_action)
+                    AS p(id, old_confidence, new_confidence, action)
+                WHERE p.action = 'decay'
+            ), locked AS (
+                SELECT m.id FROM memdb.memories m
+                WHERE m.tenant = v_tenant AND m.id = ANY (v_decay)
+                ORDER BY m.id FOR UPDATE SKIP LOCKED
+            ), changed AS (
+                UPDATE memdb.memories m SET confidence = p.new_confidence
+                FROM plan p, locked l
+                WHERE m.tenant = v_tenant AND m.id = p.id AND l.id = p.id
+                RETURNING m.id
+            )
+            SELECT p.id, p.old_confidence, p.new_confidence, p.action
+            FROM changed c JOIN plan p ON p.id = c.id;
+        END LOOP;
+        PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
     END IF;
 END
 $$;

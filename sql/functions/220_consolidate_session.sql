@@ -38,7 +38,7 @@ BEGIN
         ORDER BY m.created_at, m.id;
         RETURN;
     END IF;
-    PERFORM set_config('memdb.reason', format('consolidate: session %s', p_session_id), true);
+    PERFORM memdb.set_local('memdb.reason', format('consolidate: session %s', p_session_id));
     RETURN QUERY
     WITH moved AS (
         UPDATE memdb.memories m
@@ -51,10 +51,10 @@ BEGIN
                 AND c.importance >= p_threshold
               ORDER BY c.id
               FOR UPDATE) old
-        WHERE m.id = old.id
+        WHERE m.tenant = p_tenant AND m.id = old.id
         RETURNING m.id, old.importance AS old_importance, m.importance AS new_importance, m.created_at
     )
     SELECT mv.id, mv.old_importance, mv.new_importance FROM moved mv ORDER BY mv.created_at, mv.id;
-    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
 END
 $$;

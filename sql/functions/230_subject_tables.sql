@@ -16,6 +16,11 @@ AS $$
     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
     WHERE n.nspname = 'memdb' AND c.relkind IN ('r', 'p') AND c.relname <> 'memories'
       AND NOT c.relispartition
+      -- not a Citus shard (<table>_<shard id>, beside its table), seen on a worker
+      AND NOT (c.relname ~ '_[0-9]+$'
+               AND EXISTS (SELECT 1 FROM pg_class t
+                           WHERE t.relnamespace = c.relnamespace
+                             AND t.relname = regexp_replace(c.relname, '_[0-9]+$', '')))
     GROUP BY c.relname
     HAVING (bool_or(a.attname = 'subject') AND bool_or(a.attname = 'tenant'))
         OR bool_or(a.attname = 'memory_id')

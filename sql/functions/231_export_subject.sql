@@ -30,9 +30,9 @@ BEGIN
             'SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY to_jsonb(x)::text), ''[]''::jsonb)
              FROM memdb.%I x WHERE %s',
             t.table_name,
-            concat_ws(' OR ',
-                      CASE WHEN t.has_subject THEN '(x.tenant = $1 AND x.subject = $2)' END,
-                      CASE WHEN t.has_memory_id THEN 'x.memory_id = ANY ($3)' END))
+            format('x.tenant = $1 AND (%s)', concat_ws(' OR ',
+                      CASE WHEN t.has_subject THEN 'x.subject = $2' END,
+                      CASE WHEN t.has_memory_id THEN 'x.memory_id = ANY ($3)' END)))
           INTO v_rows USING p_tenant, p_subject, v_ids;
         v_tables := v_tables || jsonb_build_object(t.table_name, v_rows);
     END LOOP;

@@ -68,9 +68,11 @@ BEGIN
             GROUP BY u.lexeme) d;
     v_counts := jsonb_build_object('memories', cardinality(v_ids));
     FOR t IN SELECT * FROM memdb.subject_tables() LOOP
-        v_cond := concat_ws(' OR ',
-                            CASE WHEN t.has_subject THEN '(x.tenant = $1 AND x.subject = $2)' END,
-                            CASE WHEN t.has_memory_id THEN 'x.memory_id = ANY ($3)' END);
+        -- every such table has the tenant, and a row referring to the memories is the same
+        -- tenant's (its foreign key includes it): one tenant's rows, one shard on Citus
+        v_cond := format('x.tenant = $1 AND (%s)', concat_ws(' OR ',
+                            CASE WHEN t.has_subject THEN 'x.subject = $2' END,
+                            CASE WHEN t.has_memory_id THEN 'x.memory_id = ANY ($3)' END));
         -- a confined caller reaches only the rows row-level security would let it touch
         IF v_scope = 'tenant' AND t.has_subject THEN
             v_cond := format('(%s) AND x.tenant = $1', v_cond);
@@ -106,9 +108,9 @@ BEGIN
         WHERE b.tenant = p_tenant AND b.df - f.docs <= 0;
         RETURN v_counts || jsonb_build_object('bm25_terms', n);
     END IF;
-    PERFORM set_config('memdb.reason', 'forget_subject', true);
+    PERFORM memdb.set_local('memdb.reason', 'forget_subject');
     DELETE FROM memdb.memories m WHERE m.tenant = p_tenant AND m.subject = p_subject;
-    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
     -- rows the deletion itself made (the history trigger's 'delete' rows hold the text too)
     FOR t IN SELECT * FROM memdb.subject_tables() s WHERE s.has_subject LOOP
         EXECUTE format('DELETE FROM memdb.%I x WHERE x.tenant = $1 AND x.subject = $2', t.table_name)

@@ -30,7 +30,7 @@ BEGIN
         RAISE EXCEPTION 'review entry % is already %', p_id, q.status
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM set_config('memdb.reason', format('review: approved by %s', v_who), true);
+    PERFORM memdb.set_local('memdb.reason', format('review: approved by %s', v_who));
     SELECT a.id INTO v_memory
     FROM memdb.add_memories(
         jsonb_build_array(jsonb_build_object(
@@ -45,7 +45,7 @@ BEGIN
     UPDATE memdb.review_queue r
     SET status = 'approved', decided_by = v_who, decided_at = now(), memory_id = v_memory
     WHERE r.id = q.id;
-    PERFORM set_config('memdb.reason', coalesce(prev_reason, ''), true);
+    PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
     RETURN v_memory;
 END
 $$;

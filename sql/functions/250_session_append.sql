@@ -14,7 +14,7 @@ DECLARE
 BEGIN
     INSERT INTO memdb.sessions (tenant, subject, session_id)
     VALUES (p_tenant, p_subject, p_session)
-    ON CONFLICT (tenant, subject, session_id) DO UPDATE SET updated_at = now();
+    ON CONFLICT (tenant, subject, session_id) DO UPDATE SET updated_at = excluded.updated_at;
     INSERT INTO memdb.session_messages (tenant, subject, session_id, role, content, tokens)
     VALUES (p_tenant, p_subject, p_session, p_role, p_content, p_tokens)
     RETURNING id INTO v_id;

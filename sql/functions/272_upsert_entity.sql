@@ -40,7 +40,7 @@ BEGIN
         LIMIT 1;
         IF v_id IS NOT NULL AND v_type <> 'other' THEN
             UPDATE memdb.entities e SET type = v_type
-            WHERE e.id = v_id AND e.type = 'other' AND e.norm_name = v_norm
+            WHERE e.tenant = p_tenant AND e.id = v_id AND e.type = 'other' AND e.norm_name = v_norm
               AND NOT EXISTS (SELECT 1 FROM memdb.entities o
                               WHERE o.tenant = p_tenant AND o.subject = p_subject
                                 AND o.norm_name = v_norm AND o.type = v_type);
@@ -49,7 +49,7 @@ BEGIN
     IF v_id IS NULL THEN
         INSERT INTO memdb.entities AS e (tenant, subject, name, norm_name, type, aliases)
         VALUES (p_tenant, p_subject, btrim(p_name), v_norm, v_type, v_aliases)
-        ON CONFLICT ON CONSTRAINT entities_name_key DO UPDATE SET updated_at = now()
+        ON CONFLICT ON CONSTRAINT entities_name_key DO UPDATE SET updated_at = excluded.updated_at
         RETURNING e.id INTO v_id;
     END IF;
     IF cardinality(v_aliases) > 0 THEN
@@ -57,7 +57,7 @@ BEGIN
         SET aliases = ARRAY(SELECT DISTINCT x FROM unnest(e.aliases || v_aliases) x
                             WHERE x <> e.norm_name ORDER BY x),
             updated_at = now()
-        WHERE e.id = v_id AND NOT e.aliases @> v_aliases;
+        WHERE e.tenant = p_tenant AND e.id = v_id AND NOT e.aliases @> v_aliases;
     END IF;
     RETURN v_id;
 END

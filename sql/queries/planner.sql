@@ -9,7 +9,7 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status, m.tag_version,
        h.rank, h.score, h.fused, h.multiplier, h.routes, h.fallback, h.notes
 FROM memdb.search_planned(%(tenant)s, %(plan)s, %(embeddings)b, %(k)s, %(filter)s, %(options)s) h
-LEFT JOIN memdb.memories m ON m.id = h.id
+LEFT JOIN memdb.memories m ON m.id = h.id AND m.tenant = %(tenant)s
 ORDER BY h.rank;
 
 -- name: statement_timeout

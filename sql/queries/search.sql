@@ -9,7 +9,7 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        h.rank, h.score, h.fused, h.multiplier, h.vector_rank, h.vector_score, h.bm25_rank,
        h.bm25_score, h.exact_rank, h.exact_score, h.mmr_score
 FROM memdb.search_hybrid(%(tenant)s, %(query)s, %(embedding)s, %(k)s, %(filter)s, %(options)s) h
-JOIN memdb.memories m ON m.id = h.id
+JOIN memdb.memories m ON m.id = h.id AND m.tenant = %(tenant)s
 ORDER BY h.rank;
 
 -- name: mark_used

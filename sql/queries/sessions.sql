@@ -24,7 +24,8 @@ FROM memdb.session_set_state(%(tenant)s::text, %(subject)s::text, %(session)s::t
 SELECT s.session_id, s.subject, s.summary, s.summary_tokens, s.summary_path,
        s.summarized_through, s.state, s.state_version, s.created_at, s.updated_at,
        (SELECT count(*) FROM memdb.session_messages m
-        WHERE m.tenant = s.tenant AND m.subject = s.subject AND m.session_id = s.session_id)
+        WHERE m.tenant = %(tenant)s::text AND m.tenant = s.tenant AND m.subject = s.subject
+          AND m.session_id = s.session_id)
          AS buffered
 FROM memdb.sessions s
 WHERE s.tenant = %(tenant)s::text AND s.subject = %(subject)s::text
@@ -39,7 +40,8 @@ RETURNING s.session_id;
 -- name: session_list
 SELECT s.session_id, s.subject, s.state_version, s.updated_at,
        (SELECT count(*) FROM memdb.session_messages m
-        WHERE m.tenant = s.tenant AND m.subject = s.subject AND m.session_id = s.session_id)
+        WHERE m.tenant = %(tenant)s::text AND m.tenant = s.tenant AND m.subject = s.subject
+          AND m.session_id = s.session_id)
          AS buffered
 FROM memdb.sessions s
 WHERE s.tenant = %(tenant)s::text AND (%(subject)s::text IS NULL OR s.subject = %(subject)s::text)
