@@ -48,3 +48,36 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
     if out:
         Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
     click.echo(format_table(result))
+
+
+@eval_.command("extraction")
+@click.option("--turns", "path", type=click.Path(exists=True, dir_okay=False),
+              help="A labeled set of turns (JSON; default: the bundled Chinese and English set).")
+@click.option("--heuristic-only", is_flag=True, help="Leave the LLM out even when configured.")
+@click.option("--timeout", type=float, metavar="SECONDS",
+              help="remember's LLM timeout per turn (default: the remember path's).")
+@click.option("--json", "out", type=click.Path(dir_okay=False, allow_dash=True), metavar="OUT",
+              help="Write the result as JSON to OUT ('-' prints it instead of the table).")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.pass_obj
+def extraction(state: State, path: str | None, heuristic_only: bool, timeout: float | None,
+               out: str | None, quiet: bool) -> None:
+    """Check remember's fact extraction on labeled chat turns: facts expected, found, missed
+    and spurious per language, for the heuristic and (with MEMDB_LLM_* set) the LLM, with
+    the LLM's fallbacks, refused facts and latency."""
+    from ..evaluation.extraction import format_extraction, run_extraction
+    from ..llm import llm_from_env
+
+    if timeout is not None and not timeout > 0:
+        raise InvalidInput("--timeout must be a positive number of seconds")
+    try:
+        result = run_extraction(path, dsn=state.dsn, progress=not quiet, timeout=timeout,
+                                llm=None if heuristic_only else llm_from_env())
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    if out == "-":
+        emit_json(result)
+        return
+    if out:
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+    click.echo(format_extraction(result))
