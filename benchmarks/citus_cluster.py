@@ -177,7 +177,8 @@ def main() -> None:
     }
     with contextlib.ExitStack() as stack:
         started = time.monotonic()
-        cluster = stack.enter_context(migrated_cluster(workers=2))
+        with contextlib.redirect_stdout(sys.stderr):  # its progress line: stdout is JSON
+            cluster = stack.enter_context(migrated_cluster(workers=2))
         result["cluster_start_and_migrate_s"] = round(time.monotonic() - started, 1)
         single_dsn, how = stack.enter_context(_single(args.dsn))
         result["single_server"] = how
