@@ -18,7 +18,9 @@ Timed, interleaved call by call between the two (so load from other processes hi
 * single add: ``add`` of one memory, --adds times, round-robin over the tenants: p50 / p95
   and adds per second;
 * search: ``store.search(text, k=10, embedding=vec)`` on a tenant's store, --queries times:
-  p50 / p95.
+  p50 / p95;
+* empty transaction: what every call pays before its own SQL (a transaction that sets the
+  tenant, as the store's calls do, and runs ``SELECT 1``), --queries times: p50 / p95.
 
 Router plans: on every node ``citus.enable_stat_counters`` is on and the counters are reset
 before the load; ``citus_stat_counters`` (summed over the nodes) then gives the single-shard
@@ -237,6 +239,17 @@ def main() -> None:
                 assert len(hits) == 10 and {h.memory.tenant for h in hits} == {t}
         result["search"] = {side: _ms(s) for side, s in search.items()}
         counters.append(_counters(cluster))
+        # what every call pays before its own query: a transaction with the tenant's settings
+        # (one set_config call on one server; five SET LOCAL statements on Citus) and SELECT 1
+        empty = {side: [] for side in dsns}
+        for i in range(args.queries):
+            for side in dsns:
+                t0 = time.perf_counter()
+                with stores[side][tenants[i % len(tenants)]].db.transaction(
+                        tenant=tenants[i % len(tenants)]) as conn:
+                    conn.execute("SELECT 1")
+                empty[side].append((time.perf_counter() - t0) * 1000)
+        result["empty_transaction"] = {side: _ms(s) for side, s in empty.items()}
         router = {"add_many": _delta(counters[1], counters[0]),
                   "add": _delta(counters[2], counters[1]),
                   "search": _delta(counters[3], before_search)}
@@ -255,7 +268,8 @@ def main() -> None:
     emit(result, ROOT / "benchmarks" / "baselines" / "citus_cluster.json")
     print("\n| call | single server | Citus (coordinator + 2 workers) | cluster / single |\n"
           "|---|---|---|---|", file=sys.stderr)
-    for name, key in (("search p50 / p95 ms", "search"), ("add p50 / p95 ms", "add")):
+    for name, key in (("search p50 / p95 ms", "search"), ("add p50 / p95 ms", "add"),
+                      ("empty transaction p50 / p95 ms", "empty_transaction")):
         s, c = result[key]["single"], result[key]["cluster"]
         print(f"| {name} | {s['p50_ms']} / {s['p95_ms']} | {c['p50_ms']} / {c['p95_ms']} |"
               f" {round(c['p50_ms'] / s['p50_ms'], 2)}x |", file=sys.stderr)
