@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
-from .connection import Database
+from .connection import Database, set_local
 from .errors import Forbidden
 
 __all__ = ["MemoryAdmin"]
@@ -85,13 +85,15 @@ class MemoryAdmin:
                  **options: Any) -> dict[str, Any]:
         """One ``memdb.run_maintenance`` pass over every tenant (or only ``tenant``); the
         options and result are :meth:`memdb.maintenance.Maintenance.run`'s. ``dry_run``: the counts
-        a real pass would give now; nothing changes."""
+        a real pass would give now; nothing changes. On a Citus cluster the pass runs on the
+        coordinator: over every tenant each of its statements fans out to every shard (all
+        workers), for one tenant each goes to that tenant's shard only."""
         tenant = v.optional_name(tenant, "tenant")
         self._verify(require=True)
         params = {"tenant": tenant, "options": Jsonb(options), "dry_run": bool(dry_run)}
         with self.db.transaction() as conn:
-            conn.execute(_sql.query("set_context"),
-                         {"actor": self.actor or "", "reason": "maintenance (admin)"})
+            set_local(conn, "set_context",
+                      {"actor": self.actor or "", "reason": "maintenance (admin)"})
             return conn.execute(_sql.query("run_maintenance"), params).fetchone()["result"]
 
     def retokenize(self, *, tenant: str | None = None) -> int:

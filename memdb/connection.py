@@ -11,11 +11,13 @@ plans), so callers never configure a connection themselves.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Iterator
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -64,7 +66,10 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.row_factory = dict_row  # type: ignore[assignment]
     # Plans are made with the real parameter values, so memdb.matches() folds filters away.
     conn.prepare_threshold = None
-    if conn.execute("SELECT 1 FROM pg_type WHERE typname = 'vector'").fetchone():
+    found = conn.execute(_sql.query("connection_features")).fetchone()
+    # a Citus coordinator: transaction settings must be SET LOCAL (see set_local)
+    getattr(conn, "_conn", conn)._memdb_citus = bool(found["citus"])
+    if found["vector"]:
         from pgvector.psycopg import register_vector, register_vector_async
 
         if isinstance(conn, AsyncBackedConnection):
@@ -74,6 +79,38 @@ def _configure(conn: psycopg.Connection) -> None:
     else:  # a database memdb never migrated: its vectors raise NotMigrated, not "cannot adapt"
         refuse_vectors(getattr(conn, "_conn", conn))
     conn.commit()
+
+
+def on_citus(conn: psycopg.Connection) -> bool:
+    """Whether ``conn`` (a pooled connection) is to a database with the citus extension."""
+    return bool(getattr(conn, "_memdb_citus", False))
+
+
+@functools.cache
+def _citus_statements(name: str) -> list[sql.SQL]:
+    """The statements of named query ``<name>_citus`` (comment lines dropped)."""
+    text = "\n".join(line for line in _sql.query(name + "_citus").splitlines()
+                     if not line.lstrip().startswith("--"))
+    return [sql.SQL(part.strip()) for part in text.split(";") if part.strip()]  # type: ignore[arg-type]
+
+
+def set_local(conn: psycopg.Connection, name: str, params: dict[str, str]) -> None:
+    """Set transaction-local settings with named query ``name`` (``set_config(..., true)``
+    calls: one round trip). On Citus its ``<name>_citus`` twin runs instead: ``SET LOCAL``
+    statements with the values as quoted literals, one at a time (Citus passes a SET on to the
+    workers as the text it came in, which must be that statement alone). Citus passes SET
+    LOCAL on to the workers a transaction uses (``citus.propagate_set_commands = 'local'``,
+    set by the twin) and does not pass on set_config: row-level security and the history
+    trigger on the workers would see no tenant, subject, actor or reason."""
+    if on_citus(conn):
+        # the history trigger's default actor is session_user: on a worker that is the role
+        # Citus connects as, so the coordinator's login is passed on instead
+        params = {**params, "actor": params.get("actor") or conn.info.user}
+        literals = {key: sql.Literal(val) for key, val in params.items()}
+        for statement in _citus_statements(name):
+            conn.execute(statement.format(**literals))
+    else:
+        conn.execute(_sql.query(name), params)
 
 
 def check_server(conn: psycopg.Connection) -> None:
@@ -267,8 +304,8 @@ class Database:
                 with conn.transaction():
                     if tenant is not None:
                         try:
-                            conn.execute(_sql.query("set_isolation"),
-                                         {"tenant": tenant, "subject": subject or ""})
+                            set_local(conn, "set_isolation",
+                                      {"tenant": tenant, "subject": subject or ""})
                         except psycopg.Error as exc:
                             if getattr(exc, "sqlstate", None) in ("22023", "42704"):
                                 raise NotMigrated(

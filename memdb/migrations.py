@@ -25,9 +25,12 @@ from . import _sql
 from .errors import MemdbError, NotMigrated
 
 __all__ = ["alembic_config", "upgrade", "downgrade", "current", "head", "apply_objects",
-           "apply_schema_file", "sqlalchemy_url", "objects_digest", "installed_objects_digest"]
+           "apply_schema_file", "sqlalchemy_url", "objects_digest", "installed_objects_digest",
+           "has_citus", "split_statements", "CITUS_SCHEMA_FILE"]
 
 VERSION_TABLE = "memdb_alembic_version"
+# Revision 0014's schema file: applied only on a Citus coordinator (it distributes the tables)
+CITUS_SCHEMA_FILE = "0014_citus_distribution.sql"
 
 
 def _alembic_dir() -> Path:
@@ -157,11 +160,47 @@ def installed_objects_digest(driver_conn: Any) -> str | None:
     return text[len(_DIGEST_PREFIX):] if text and text.startswith(_DIGEST_PREFIX) else None
 
 
+def split_statements(text: str) -> list[str]:
+    """The statements of one sql/ object file: split at a ``;`` ending a line (not a comment
+    line), outside dollar-quoted bodies (the files' layout: no other quoting spans lines)."""
+    out: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for line in text.splitlines(keepends=True):
+        current.append(line)
+        quoted ^= line.count("$$") % 2 == 1
+        if not quoted and line.rstrip().endswith(";") and not line.lstrip().startswith("--"):
+            out.append("".join(current))
+            current = []
+    rest = "".join(current)
+    if rest.strip() and any(not ln.lstrip().startswith("--") and ln.strip()
+                            for ln in rest.splitlines()):
+        out.append(rest)
+    return out
+
+
+def has_citus(driver_conn: Any) -> bool:
+    """Whether the database has the citus extension (a Citus coordinator)."""
+    return driver_conn.execute(_sql.query("has_citus")).fetchone()[0]
+
+
 def apply_objects(driver_conn: Any) -> None:
     """(Re-)create every function and trigger from sql/ inside the current transaction, and
     record their digest on schema memdb."""
     driver_conn.execute("SET LOCAL check_function_bodies = off")
+    citus = has_citus(driver_conn)
+    if citus:  # the triggers on memories are re-created on its shards too
+        driver_conn.execute(_sql.query("citus_allow_triggers"))
     for path in _sql.object_files():
-        driver_conn.execute(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        # Citus passes some DDL on to the workers as the text it came in, which must then be
+        # one statement (CREATE TRIGGER, for the shell tables)
+        for statement in split_statements(text) if citus else [text]:
+            driver_conn.execute(statement)
     driver_conn.execute("SET LOCAL check_function_bodies = on")
+    if citus:
+        driver_conn.execute(_sql.query("citus_distribute_functions"))
+        driver_conn.execute(_sql.query("citus_keep_functions_whole"))
+        for statement in split_statements(_sql.query("citus_delete_set_null_trigger") + ";"):
+            driver_conn.execute(statement)
     driver_conn.execute(f"COMMENT ON SCHEMA memdb IS '{_DIGEST_PREFIX}{objects_digest()}'")

@@ -32,7 +32,7 @@ from ._autoschema import owns_server
 from .agent import Agent
 from .agent_loop import AgentLoop
 from .classify import classify
-from .connection import Database
+from .connection import Database, set_local
 from .context import ContextBuilder
 from .documents import Documents
 from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
@@ -392,8 +392,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         return self.replica.scope(consistency, timeout)
 
     def _begin(self, conn: Any, reason: str | None) -> None:
-        conn.execute(_sql.query("set_context"),
-                     {"actor": self.actor or "", "reason": v.reason(reason) or ""})
+        set_local(conn, "set_context",
+                  {"actor": self.actor or "", "reason": v.reason(reason) or ""})
 
     # -- writes ----------------------------------------------------------------------------
     def add(self, content: str, *, reason: str | None = None,

@@ -30,6 +30,18 @@ BOTH_DRIVERS = frozenset({
     "test_recall", "test_isolation", "test_sessions", "test_lifecycle", "test_remember",
     "test_embedding_faults", "test_llm_untrusted",
 })
+# The core-behaviour modules also run against a real Citus cluster, a coordinator and two
+# workers built from the vendored source (tests/citus_build.py, tests/citus_cluster.py), with
+# memdb distributed by tenant: their database fixtures (fresh_db, module_db, and the store
+# fixtures on them) are parametrized with backend "local" | "citus", and the cluster's tests
+# are marked `citus` (`-m citus` selects them). On the cluster the sync driver runs them all,
+# the async driver those of CITUS_BOTH_DRIVERS. Without Citus (no tarball, failed build) the
+# cluster's tests skip, naming the reason and the build log.
+CITUS_MODULES = frozenset({
+    "test_store", "test_versions", "test_search", "test_recall", "test_isolation",
+    "test_sessions", "test_lifecycle", "test_erasure",
+})
+CITUS_BOTH_DRIVERS = frozenset({"test_isolation", "test_store"})
 _counter = itertools.count()
 
 
@@ -77,18 +89,57 @@ def template_copy(server_dsn: str, prefix: str) -> Iterator[str]:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@pytest.fixture(scope="session")
+def citus_cluster():
+    """A Citus coordinator and two workers on loopback with memdb migrated, for the whole
+    run (tests/citus_cluster.py documents its API: add_worker, stop_node, start_node...)."""
+    from tests.citus_build import CitusUnavailable
+    from tests.citus_cluster import migrated_cluster
+
+    try:
+        with migrated_cluster() as cluster:
+            yield cluster
+    except CitusUnavailable as exc:
+        pytest.skip(f"no Citus cluster: {exc}")
+
+
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> str:
+    """Where this module's databases live: "local" (the embedded server, or MEMDB_TEST_DSN)
+    or "citus" (the cluster's coordinator; see CITUS_MODULES)."""
+    return getattr(request, "param", "local")
+
+
+def _citus_db(request: pytest.FixtureRequest) -> str:
+    """The cluster's migrated database, emptied: the cluster's fresh database."""
+    from tests.citus_cluster import reset
+
+    dsn = request.getfixturevalue("citus_cluster").dsn()
+    reset(dsn)
+    return dsn
+
+
 @pytest.fixture
-def fresh_db(server_dsn: str, template_dsn: str) -> Iterator[str]:
-    """A new, migrated database for this test only; dropped afterwards."""
-    with template_copy(server_dsn, "memdb_t") as dsn:
+def fresh_db(request: pytest.FixtureRequest, backend: str) -> Iterator[str]:
+    """A new, migrated database for this test only; dropped afterwards (on the Citus
+    cluster: its one database, emptied first)."""
+    if backend == "citus":
+        yield _citus_db(request)
+        return
+    request.getfixturevalue("template_dsn")
+    with template_copy(request.getfixturevalue("server_dsn"), "memdb_t") as dsn:
         yield dsn
 
 
 @pytest.fixture(scope="module")
-def module_db(server_dsn: str, template_dsn: str) -> Iterator[str]:
+def module_db(request: pytest.FixtureRequest, backend: str) -> Iterator[str]:
     """A migrated database shared by one test module (for read-only or self-scoping tests,
     where creating a database per test would cost more than the test)."""
-    with template_copy(server_dsn, "memdb_m") as dsn:
+    if backend == "citus":
+        yield _citus_db(request)
+        return
+    request.getfixturevalue("template_dsn")
+    with template_copy(request.getfixturevalue("server_dsn"), "memdb_m") as dsn:
         yield dsn
 
 
@@ -104,8 +155,39 @@ def empty_db(server_dsn: str) -> Iterator[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.module.__name__.rpartition(".")[2] in BOTH_DRIVERS:
+    module = metafunc.module.__name__.rpartition(".")[2]
+    if module in BOTH_DRIVERS:
         metafunc.parametrize("driver", ["sync", "async"], indirect=True)
+    if module in CITUS_MODULES and "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["local", "citus"], indirect=True, scope="module")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "citus: runs against the Citus cluster (CITUS_MODULES)")
+    config.addinivalue_line("markers", "local_only(reason): a test of a CITUS_MODULES module "
+                            "that does not run on the cluster, and why")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the cluster's tests `citus`; on the cluster, the async driver runs only the
+    modules of CITUS_BOTH_DRIVERS."""
+    dropped = []
+    for item in list(items):
+        params = getattr(item, "callspec", None)
+        params = params.params if params else {}
+        if params.get("backend") != "citus":
+            continue
+        module = item.module.__name__.rpartition(".")[2]
+        if params.get("driver") == "async" and module not in CITUS_BOTH_DRIVERS:
+            dropped.append(item)
+            continue
+        item.add_marker(pytest.mark.citus)
+        local_only = item.get_closest_marker("local_only")
+        if local_only:
+            item.add_marker(pytest.mark.skip(reason=f"not on Citus: {local_only.args[0]}"))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 @pytest.fixture(autouse=True)
@@ -156,3 +238,20 @@ def raw(fresh_db: str) -> Iterator[psycopg.Connection]:
     with psycopg.connect(fresh_db, autocommit=True) as conn:
         register_vector(conn)
         yield conn
+
+
+@pytest.fixture(scope="session")
+def local_llm():
+    """llama.cpp's server with a small GGUF model on loopback, for the whole run: .base_url,
+    .model, .api_key, .env() (tests/local_llm.py documents it). Skips with the reason when the
+    server is not built (`python -m tests.local_llm prepare`) or the model cannot be installed
+    (fails instead with MEMDB_REQUIRE_LOCAL_LLM=1)."""
+    from tests.local_llm import LocalLLMUnavailable, running_server
+
+    try:
+        with running_server(build=False) as server:
+            yield server
+    except LocalLLMUnavailable as exc:
+        if os.environ.get("MEMDB_REQUIRE_LOCAL_LLM") == "1":
+            raise
+        pytest.skip(f"no local LLM server: {exc}")

@@ -27,6 +27,14 @@ from psycopg.types.json import Jsonb
 from memdb import Forbidden, MemoryStore, NotFound
 from tests.fixed_embedder import FixedEmbedder
 
+# These tests set memdb.tenant / memdb.subject for a whole session with set_config(), as a psql
+# user could on one server. Citus passes no session setting on to its workers (only SET LOCAL,
+# inside a transaction, with citus.propagate_set_commands = 'local', as memdb's DAL does):
+# on the cluster these run as tests/test_citus.py's SQL-level isolation test instead.
+SESSION_SETTINGS = pytest.mark.local_only(
+    "session-level set_config() does not reach Citus workers (tests/test_citus.py covers SQL "
+    "isolation there with SET LOCAL)")
+
 TENANTS = ("acme", "globex")
 TABLES = ("memories", "memory_history", "memory_usage", "bm25_terms", "bm25_stats")
 # per tenant under row-level security; the BM25 statistics are not the app role's at all
@@ -147,6 +155,7 @@ def test_admin_sees_every_tenant(stores, raw):
 
 
 # -- subject isolation ------------------------------------------------------------------------
+@SESSION_SETTINGS
 def test_subject_isolation_is_exact_and_refuses_other_subjects(stores, fresh_db, embedder):
     _, ids = stores["acme"]
     user_1 = {ids[k] for k in CONTENT if k[0] == "user_1"}
@@ -192,6 +201,7 @@ def _as_app(conn: psycopg.Connection, tenant: str | None, subject: str | None = 
                      " set_config('memdb.subject', %s, false)", (tenant, subject or ""))
 
 
+@SESSION_SETTINGS
 def test_app_role_without_a_tenant_sees_nothing(stores, raw):
     _as_app(raw, None)
     assert raw.execute("SELECT current_user").fetchone()[0] == "memdb_app"
@@ -209,6 +219,7 @@ def test_app_role_without_a_tenant_sees_nothing(stores, raw):
     assert raw.execute("SELECT count(*) FROM memdb.memories").fetchone()[0] == 0
 
 
+@SESSION_SETTINGS
 def test_a_role_granted_memdb_app_is_confined_too(stores, raw):
     """A deployment's own login role, made a member of memdb_app, gets the same policies."""
     name = f"memdb_test_member_{raw.info.backend_pid}"
@@ -226,6 +237,7 @@ def test_a_role_granted_memdb_app_is_confined_too(stores, raw):
         raw.execute(f"DROP ROLE {name}")
 
 
+@SESSION_SETTINGS
 @pytest.mark.parametrize("tenant", TENANTS)
 def test_sql_functions_return_only_the_set_tenant(stores, raw, embedder, tenant):
     _, ids = stores[tenant]
@@ -276,6 +288,7 @@ def test_sql_functions_return_only_the_set_tenant(stores, raw, embedder, tenant)
     assert raw.execute("SELECT count(*) FROM memdb.memory_usage").fetchone()[0] == 0
 
 
+@SESSION_SETTINGS
 def test_app_role_cannot_bypass_row_level_security(stores, raw):
     _as_app(raw, "acme")
     raw.execute("SET row_security = off")  # allowed to set, but then RLS-bound queries fail
@@ -298,6 +311,7 @@ def test_app_role_cannot_bypass_row_level_security(stores, raw):
     assert {r[0] for r in raw.execute("SELECT DISTINCT tenant FROM memdb.memories")} == {"acme"}
 
 
+@SESSION_SETTINGS
 def test_subject_setting_matches_exactly(stores, raw):
     for subject, expected in (("user_1", {"user_1"}), ("user_10", {"user_10"}),
                               ("user_", set()), ("user_%", set()), ("USER_1", set())):
@@ -308,6 +322,7 @@ def test_subject_setting_matches_exactly(stores, raw):
         raw.execute("RESET ROLE")
 
 
+@SESSION_SETTINGS
 def test_policies_keep_the_scope_index(stores, raw):
     _as_app(raw, "acme")
     raw.execute("SET enable_seqscan = off")
@@ -337,6 +352,7 @@ def test_dal_transactions_run_as_the_app_role(stores, fresh_db):
         db.close()
 
 
+@SESSION_SETTINGS
 def test_an_application_login_cannot_escape(stores, fresh_db, raw, embedder):
     """The deployment the issue asks for: the application logs in as its own role, a member
     of memdb_app and not the owner. The store works; the same login's raw SQL, even after
@@ -410,6 +426,7 @@ def _index_scans(raw: psycopg.Connection, index: str) -> int:
                        " AND indexrelname = %s", (index,)).fetchone()[0]
 
 
+@SESSION_SETTINGS
 @pytest.mark.parametrize(("route", "index"), [("search_bm25", "memories_tsv_idx")])
 def test_keyword_routes_use_their_index_for_the_app_role(stores, raw, route, index):
     """Under row-level security PostgreSQL may not use an index whose operator is not leakproof
@@ -463,6 +480,7 @@ def _statistics(raw: psycopg.Connection) -> tuple[list, list]:
                         ).fetchall())
 
 
+@SESSION_SETTINGS
 @pytest.mark.parametrize("set_role", [False, True], ids=["login", "set_role"])
 def test_bm25_statistics_are_out_of_the_app_roles_reach(stores, login, raw, embedder,
                                                         set_role):
@@ -526,6 +544,7 @@ def _history(raw: psycopg.Connection) -> dict[tuple[str, str], int]:
         "SELECT tenant, subject, count(*) FROM memdb.memory_history GROUP BY 1, 2")}
 
 
+@SESSION_SETTINGS
 @pytest.mark.parametrize("set_role", [False, True], ids=["login", "set_role"])
 def test_history_is_append_only_for_the_app_role(stores, login, raw, set_role):
     _, ids = stores["acme"]
@@ -545,6 +564,7 @@ def test_history_is_append_only_for_the_app_role(stores, login, raw, set_role):
     assert _history(raw) == before
 
 
+@SESSION_SETTINGS
 def test_erasure_is_the_one_way_history_goes(stores, login, raw, embedder):
     """memdb.forget_subject (SECURITY DEFINER) deletes a subject's history for the app role,
     confined as the policies would confine it: its own tenant, and its own subject when one is
@@ -581,6 +601,7 @@ def _spaces(raw: psycopg.Connection) -> tuple[list, list]:
                         " AND indexname LIKE 'memories_hnsw_space_%' ORDER BY 1").fetchall())
 
 
+@SESSION_SETTINGS
 @pytest.mark.parametrize("set_role", [False, True], ids=["login", "set_role"])
 def test_only_the_admin_registers_an_embedding_space(stores, login, raw, embedder, set_role):
     before = _spaces(raw)

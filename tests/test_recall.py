@@ -193,6 +193,8 @@ def test_traces_are_isolated(fresh_db, embedder, seeded, store):
         assert [t["subject"] for t in lilei.traces.list()] == ["lilei"]
 
 
+@pytest.mark.local_only("session-level set_config() does not reach Citus workers "
+                        "(tests/test_citus.py covers SQL isolation there with SET LOCAL)")
 def test_search_planned_from_sql(raw, store, seeded):
     """The ranking is inspectable from psql: typed queries, fusion, notes."""
     store.recall("x", k=1)  # nothing: just make sure the function exists for the app role too

@@ -6,3 +6,20 @@
 SELECT set_config('role', 'memdb_app', true) AS role,
        set_config('memdb.tenant', %(tenant)s, true) AS tenant,
        set_config('memdb.subject', %(subject)s, true) AS subject;
+
+-- name: set_isolation_citus
+-- The same on a Citus coordinator (memdb.connection.set_local fills in quoted literals): Citus
+-- passes SET LOCAL, not set_config, on to the workers, once propagate_set_commands = 'local'.
+-- The role is set before that: Citus connects to the workers as the current role anyway, and a
+-- propagated role would also switch its connections for SECURITY DEFINER functions (as their
+-- owner) to memdb_app.
+SET LOCAL ROLE memdb_app;
+SET LOCAL citus.propagate_set_commands = 'local';
+SET LOCAL memdb.tenant = {tenant};
+SET LOCAL memdb.subject = {subject};
+SET LOCAL memdb.actor = {actor};
+
+-- name: connection_features
+-- Once per pooled connection (memdb.connection._configure): pgvector's type, and Citus.
+SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector') AS vector,
+       EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus;

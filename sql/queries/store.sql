@@ -4,6 +4,11 @@
 SELECT set_config('memdb.actor', %(actor)s, true) AS actor,
        set_config('memdb.reason', %(reason)s, true) AS reason;
 
+-- name: set_context_citus
+SET LOCAL citus.propagate_set_commands = 'local';
+SET LOCAL memdb.actor = {actor};
+SET LOCAL memdb.reason = {reason};
+
 -- name: keyword_index_fits
 SELECT memdb.keyword_index_fits(%(content)s, %(search_context)s) AS fits;
 
@@ -59,10 +64,11 @@ SELECT memdb.delete_memory(%(tenant)s, %(id)s) AS deleted;
 SELECT memdb.purge_expired(%(tenant)s) AS purged;
 
 -- name: history
+-- In time order: on Citus the ids come from each node's own sequence range, not in order.
 SELECT h.id, h.memory_id, h.op, h.before, h.after, h.actor, h.reason, h.at
 FROM memdb.memory_history h
 WHERE h.tenant = %(tenant)s AND h.memory_id = %(id)s
-ORDER BY h.id;
+ORDER BY h.at, h.id;
 
 -- name: count_memories
 SELECT count(*) AS n FROM memdb.memories WHERE tenant = %(tenant)s;

@@ -1,0 +1,77 @@
+-- Named queries for a Citus coordinator (memdb.migrations.apply_objects). On plain PostgreSQL
+-- only has_citus runs.
+
+-- name: has_citus
+SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus;
+
+-- name: citus_allow_triggers
+-- The triggers on memdb.memories are created on its shards, where they fire. Citus calls
+-- that unsafe in general (a trigger could write other nodes' rows); memdb's write only the
+-- co-located shards of the same tenants (memdb.colocated_table).
+SET LOCAL citus.enable_unsafe_triggers = on;
+
+-- name: citus_distribute_functions
+-- Every memdb function with an argument p_tenant, once memdb.memories is distributed (revision
+-- 0014): a call runs whole on the worker holding that tenant's shards, also inside a
+-- transaction block (force_delegation: memdb calls every function inside one). Functions
+-- already distributed by tenant are left alone; new ones (a newer memdb) are added.
+-- Not distributed: the maintenance functions whose NULL tenant means every tenant (the admin's
+-- pass fans out from the coordinator). Citus 14.0.1 crashes the backend (SIGSEGV, the
+-- coordinator then restarts) when a distributed function is called with a NULL distribution
+-- argument: memdb itself never passes one to the others.
+SELECT count(*) AS distributed
+FROM (SELECT create_distributed_function(p.oid::regprocedure, 'p_tenant',
+                                         colocate_with := 'memdb.memories',
+                                         force_delegation := true)
+      FROM pg_proc p
+      WHERE p.pronamespace = 'memdb'::regnamespace
+        AND p.prokind = 'f'
+        AND 'p_tenant' = ANY (p.proargnames)
+        AND p.proname NOT IN ('purge_expired', 'purge_expired_batch', 'retokenize',
+                              'forget_by_importance', 'forget_by_age', 'forget_by_capacity',
+                              'decay_hypotheses', 'run_maintenance')
+        AND EXISTS (SELECT 1 FROM pg_dist_partition d
+                    WHERE d.logicalrelid = 'memdb.memories'::regclass)
+        AND NOT EXISTS (SELECT 1 FROM pg_dist_object o
+                        WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
+                          AND o.distribution_argument_index IS NOT NULL)) AS made;
+
+-- name: citus_keep_functions_whole
+-- A set-returning SQL function is inlined into the calling query by PostgreSQL's planner,
+-- before Citus could delegate the call: its query would then be planned on the coordinator
+-- with the function's arguments as parameters, which Citus refuses. A SET clause keeps a
+-- function from being inlined, so on Citus those taking p_tenant get a harmless one (re-done
+-- after every migration: CREATE OR REPLACE clears it). Plain PostgreSQL still inlines them.
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure
+             FROM pg_proc p
+             WHERE p.pronamespace = 'memdb'::regnamespace
+               AND p.prolang = (SELECT l.oid FROM pg_language l WHERE l.lanname = 'sql')
+               AND p.proretset AND NOT p.prosecdef AND p.proconfig IS NULL
+               AND 'p_tenant' = ANY (p.proargnames)
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET memdb.delegated = %L', f, 'on');
+    END LOOP;
+END
+$$;
+
+-- name: citus_delete_set_null_trigger
+-- Keeps the ON DELETE SET NULL action of the two foreign keys revision 0014 leaves out on Citus
+-- (see memdb.memories_delete_set_null): made after every migration once memories is
+-- distributed (where that key is gone); plain PostgreSQL never gets it, its keys act.
+DROP TRIGGER IF EXISTS memories_delete_set_null ON memdb.memories;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint
+                   WHERE conrelid = 'memdb.memories'::regclass
+                     AND conname = 'memories_superseded_by_fkey') THEN
+        CREATE TRIGGER memories_delete_set_null
+            AFTER DELETE ON memdb.memories
+            REFERENCING OLD TABLE AS old_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION memdb.memories_delete_set_null();
+    END IF;
+END
+$$;
