@@ -232,6 +232,10 @@ def check_candidates(candidates: list[Candidate], turn: str, shown: list[tuple[s
             refused.append(Refused(c.content, "a schema word, not a fact"))
             continue
         found, total = coverage(c.content, turn)
+        if total < 2:
+            refused.append(Refused(c.content, "too short to be a fact (fewer than two "
+                                              "content words)"))
+            continue
         if not grounded(c.content, turn, 0.5):
             refused.append(Refused(c.content, f"not grounded in the turn ({found} of {total} "
                                               "content words found)"))

@@ -9,8 +9,9 @@ the LLM path was not taken, why. No I/O here besides the LLM call.
 
 The model's summary is untrusted (LLM path ``summary``: JSON schema, ``max_tokens``, timeout,
 a stop on loops, :mod:`memdb.llm`): it is used only when it is grounded in the notes (half
-its content words, English words and CJK bigrams, occur in them: :mod:`memdb._grounding`)
-and is not a schema word; otherwise the extractive summary is used and ``fallback_reason``
+its content words, English words and CJK bigrams, occur in them: :mod:`memdb._grounding`),
+has at least three content words (a heading such as "Alice's notes:" is not a summary) and
+is not a schema word; otherwise the extractive summary is used and ``fallback_reason``
 says why.
 """
 
@@ -24,7 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._grounding import coverage, grounded
+from ._grounding import coverage, grounded, units
 from .llm import ChatLLM, LLMError
 
 __all__ = ["Summary", "split_sentences", "extractive_summary", "summarize", "normal_form"]
@@ -162,8 +163,11 @@ def summarize(texts: Sequence[str], llm: ChatLLM | None, *,
                               {"role": "user", "content": f"Session notes:\n{notes}"}],
                              path="summary", schema=_SCHEMA)
         text = _parse_reply(reply)
+        found, total = coverage(text, notes)
+        if total < min(3, len(units(notes))):
+            raise LLMError("ungrounded", f"the summary is too short to summarize ({total} "
+                                         "content words)")
         if not grounded(text, notes, 0.5):
-            found, total = coverage(text, notes)
             raise LLMError("ungrounded", f"the summary is not grounded in the notes ({found} of "
                                          f"{total} content words found)")
         return Summary(text, "llm", None)

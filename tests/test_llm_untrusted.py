@@ -94,15 +94,17 @@ def test_model_keeping_one_fact_of_three_loses_none(gated_store, turn, kept, inv
     from the model, and the heuristic writes what the model left out (each decision says
     which path made it): all three facts are stored, in Chinese and English."""
     reply = _facts({"content": kept, "category": "entities"},
-                   {"content": invented, "category": "entities"})
+                   {"content": invented, "category": "entities"},
+                   {"content": "Tom" if "Tom" in turn else "李雷", "category": "entities"})
     with CannedOpenAI([Reply(reply)]) as api:
         r = gated_store.remember(turn, subject="three", llm=_llm(api))
     stored = " ".join(_contents(gated_store, "three"))
     assert all(word in stored for word in expect), stored
     assert invented not in stored
     assert r.path == "llm" and r.fallback_reason is None
-    assert [x.item for x in r.refused] == [invented]
+    assert [x.item for x in r.refused] == [invented, "Tom" if "Tom" in turn else "李雷"]
     assert r.refused[0].reason.startswith("not grounded in the turn (0 of")
+    assert r.refused[1].reason.startswith("too short to be a fact")
     assert r.decisions[0].content == kept and r.decisions[0].path == "llm"
     rest = r.decisions[1:]
     assert rest and all(d.path == "heuristic" and d.fallback == "the model's facts left it out"
@@ -203,6 +205,8 @@ def test_planner_junk_falls_back_to_the_heuristic_plan(step):
      '{"summary": "The team adopted MongoDB and moved the office to Lisbon."}'),
     (["我们决定记忆层使用PostgreSQL 18。", "数据库每天凌晨两点备份。"],
      '{"summary": "团队决定搬到深圳并改用甲骨文。"}'),
+    (["We decided to use PostgreSQL 18 for the memory layer.", "Alice prefers green tea."],
+     '{"summary": "Alice\'s notes:"}'),  # what Gemma 3 270M wrote: grounded, but no summary
 ])
 def test_ungrounded_summary_falls_back_to_extractive(notes, junk):
     """Canned model (canned_openai.py): a summary that is a schema word or says things the
@@ -210,7 +214,7 @@ def test_ungrounded_summary_falls_back_to_extractive(notes, junk):
     with CannedOpenAI([Reply(junk)]) as api:
         s = summarize(notes, _llm(api))
     assert s.path == "extractive"
-    assert s.fallback_reason.startswith("LLM ungrounded: the summary is not grounded")
+    assert s.fallback_reason.startswith("LLM ungrounded: the summary is ")
     assert "PostgreSQL 18" in s.text
 
 
