@@ -174,7 +174,8 @@ class Documents(Family):
             return {}
         with self._store._read() as conn:
             rows = conn.execute(_sql.query("citations"),
-                                {"ids": ids, "parents": parents}).fetchall()
+                                {"tenant": self._store.tenant, "ids": ids,
+                                 "parents": parents}).fetchall()
         out: dict[str, list[tuple[Citation, str | None]]] = {}
         for row in rows:
             out.setdefault(str(row["memory_id"]), []).append((_citation(row), row["parent_text"]))

@@ -19,6 +19,7 @@ import pytest
 
 from memdb import Forbidden, InvalidInput, MemoryStore
 from memdb.ingest import TextSource
+from memdb.migrations import has_citus
 
 EN_DOC = """# Deployment guide
 
@@ -125,8 +126,9 @@ def test_ingest_folder_writes_documents_and_chunk_memories(hstore, docs, raw):
     rows = raw.execute("""
         SELECT m.kind, m.category, m.source_type, m.source_id, m.content, m.metadata,
                c.position, c.char_start, c.char_end, c.heading_path, d.content AS text
-        FROM memdb.document_chunks c JOIN memdb.memories m ON m.id = c.memory_id
-        JOIN memdb.documents d ON d.id = c.document_id
+        FROM memdb.document_chunks c
+        JOIN memdb.memories m ON m.tenant = c.tenant AND m.id = c.memory_id
+        JOIN memdb.documents d ON d.tenant = c.tenant AND d.id = c.document_id
         WHERE d.uri = %s ORDER BY c.position""", (doc.uri,)).fetchall()
     assert len(rows) == doc.chunk_count >= 3
     for kind, category, source_type, source_id, content, meta, pos, start, end, path, text \
@@ -157,7 +159,7 @@ def test_changed_file_replaces_its_chunks_and_reuses_unchanged_ones(hstore, docs
     path = docs / "deploy.md"
     old_ids = {r[0] for r in raw.execute(
         "SELECT memory_id FROM memdb.document_chunks c JOIN memdb.documents d "
-        "ON d.id = c.document_id WHERE d.uri = %s", (f"file://{path}",))}
+        "ON d.tenant = c.tenant AND d.id = c.document_id WHERE d.uri = %s", (f"file://{path}",))}
     embedded = len(hstore.embedder.texts)
     path.write_text(EN_DOC.replace("every 90 days", "every 30 days"), encoding="utf-8")
     report = hstore.documents.ingest([docs])
@@ -166,8 +168,8 @@ def test_changed_file_replaces_its_chunks_and_reuses_unchanged_ones(hstore, docs
     assert result.version == 2 and result.created == 1 and result.removed == 1
     assert len(hstore.embedder.texts) == embedded + 1  # only the changed chunk is embedded
     rows = raw.execute("""SELECT m.id, m.content FROM memdb.document_chunks c
-                          JOIN memdb.memories m ON m.id = c.memory_id
-                          JOIN memdb.documents d ON d.id = c.document_id
+                          JOIN memdb.memories m ON m.tenant = c.tenant AND m.id = c.memory_id
+                          JOIN memdb.documents d ON d.tenant = c.tenant AND d.id = c.document_id
                           WHERE d.uri = %s""", (f"file://{path}",)).fetchall()
     assert not any("every 90 days" in c for _, c in rows)
     assert any("every 30 days" in c for _, c in rows)
@@ -177,7 +179,7 @@ def test_changed_file_replaces_its_chunks_and_reuses_unchanged_ones(hstore, docs
                        ("%every 90 days%",)).fetchone()[0] == 0
     assert raw.execute("SELECT count(*) FROM memdb.memories m WHERE m.source_type = 'document' "
                        "AND NOT EXISTS (SELECT 1 FROM memdb.document_chunks c "
-                       "WHERE c.memory_id = m.id)").fetchone()[0] == 0
+                       "WHERE c.tenant = m.tenant AND c.memory_id = m.id)").fetchone()[0] == 0
 
 
 def test_changed_options_rechunk(hstore, docs):
@@ -251,13 +253,16 @@ def test_identical_chunks_are_stored_once_and_survive_removal_of_one_owner(hstor
                        (boiler,)).fetchone()
     assert rows[0] == 1  # one memory, three chunk-map rows point at it
     assert raw.execute("SELECT count(*) FROM memdb.document_chunks c JOIN memdb.memories m "
-                       "ON m.id = c.memory_id WHERE m.content = %s", (boiler,)).fetchone()[0] == 3
+                       "ON m.tenant = c.tenant AND m.id = c.memory_id WHERE m.content = %s",
+                       (boiler,)).fetchone()[0] == 3
     owner = raw.execute("SELECT d.uri FROM memdb.memories m JOIN memdb.documents d "
-                        "ON d.id = m.document_id WHERE m.content = %s", (boiler,)).fetchone()[0]
+                        "ON d.tenant = m.tenant AND d.id = m.document_id WHERE m.content = %s",
+                        (boiler,)).fetchone()[0]
     hstore.documents.remove(owner)
     survivor = raw.execute("SELECT d.uri, m.source_id, m.metadata->>'document_uri' "
                            "FROM memdb.memories m JOIN memdb.documents d "
-                           "ON d.id = m.document_id WHERE m.content = %s", (boiler,)).fetchone()
+                           "ON d.tenant = m.tenant AND d.id = m.document_id WHERE m.content = %s",
+                           (boiler,)).fetchone()
     assert survivor is not None and survivor[0] != owner and survivor[2] == survivor[0]
     assert survivor[1].startswith(
         str(raw.execute("SELECT id FROM memdb.documents WHERE uri = %s",
@@ -346,7 +351,8 @@ def test_category_mapping_tags_and_scope(hstore, docs, raw):
                             scope="project", project_id="billing", subject="ops")
     cats = dict(raw.execute("SELECT d.format || ':' || split_part(d.uri, '/', -1), "
                             "min(m.category) FROM memdb.memories m JOIN memdb.documents d "
-                            "ON d.id = m.document_id GROUP BY 1").fetchall())
+                            "ON d.tenant = m.tenant AND d.id = m.document_id GROUP BY 1"
+                            ).fetchall())
     assert cats == {"markdown:deploy.md": "general", "markdown:部署.md": "skills",
                     "text:notes.txt": "events"}
     assert raw.execute("SELECT DISTINCT subject, scope, project_id, tags FROM memdb.memories"
@@ -459,7 +465,10 @@ def test_concurrent_reader_sees_each_document_of_a_batch_whole(fresh_db, tmp_pat
 
 
 def _poison(raw: psycopg.Connection) -> None:
-    """A trigger that makes writing any memory containing POISON fail in the database."""
+    """A trigger that makes writing any memory containing POISON fail in the database (on
+    Citus it is made on the shards too, as memdb's own triggers on memories are)."""
+    if has_citus(raw):
+        raw.execute("SET citus.enable_unsafe_triggers = on")
     raw.execute("""CREATE FUNCTION public.poison() RETURNS trigger LANGUAGE plpgsql AS $$
                    BEGIN RAISE EXCEPTION 'poisoned chunk'; END $$""")
     raw.execute("""CREATE TRIGGER poison BEFORE INSERT OR UPDATE ON memdb.memories
@@ -476,7 +485,8 @@ def test_a_failing_document_in_a_batch_leaves_the_others_written_and_itself_unto
 
     def chunk_map(name: str) -> list[tuple]:
         return raw.execute("SELECT d.version, c.position, c.memory_id FROM memdb.documents d "
-                           "JOIN memdb.document_chunks c ON c.document_id = d.id "
+                           "JOIN memdb.document_chunks c "
+                           "ON c.tenant = d.tenant AND c.document_id = d.id "
                            "WHERE d.uri = %s ORDER BY c.position",
                            (f"file://{tmp_path}/{name}.md",)).fetchall()
 
@@ -621,7 +631,7 @@ def test_html_and_pdf_formats(hstore, tmp_path, raw):
     assert "# Billing" in html_text and "## 密钥" in html_text and "var x" not in html_text
     assert "serviced every 500 hours" in pdf_text and "Warranty lasts two years" in pdf_text
     paths = raw.execute("SELECT DISTINCT heading_path FROM memdb.document_chunks c "
-                        "JOIN memdb.documents d ON d.id = c.document_id "
+                        "JOIN memdb.documents d ON d.tenant = c.tenant AND d.id = c.document_id "
                         "WHERE d.format = 'html'").fetchall()
     assert ["Billing", "密钥"] in [p[0] for p in paths]
 
@@ -831,5 +841,6 @@ def test_ingested_chunks_are_created_by_the_store_actor(fresh_db, raw):
     with MemoryStore(fresh_db, embedder=HashEmbedder(), actor="indexer-1") as s:
         s.documents.ingest([TextSource("kb:actor", "# Actor\n\nChunks record who ingested them.")])
     rows = raw.execute("""SELECT m.created_by, h.actor FROM memdb.memories m
-                          JOIN memdb.memory_history h ON h.memory_id = m.id""").fetchall()
+                          JOIN memdb.memory_history h
+                            ON h.tenant = m.tenant AND h.memory_id = m.id""").fetchall()
     assert rows and all(r == ("indexer-1", "indexer-1") for r in rows)

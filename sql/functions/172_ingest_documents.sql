@@ -232,7 +232,7 @@ BEGIN
 
     -- 4. what the documents no longer use: passed to a document that does, or deleted
     SELECT array_agg(r.removed ORDER BY u.n) INTO v_removed
-    FROM memdb.release_documents_memories(v_ids) r
+    FROM memdb.release_documents_memories(p_tenant, v_ids) r
     JOIN unnest(v_ids) WITH ORDINALITY AS u(id, n) ON u.id = r.document_id;
 
     RETURN QUERY

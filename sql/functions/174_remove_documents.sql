@@ -17,9 +17,9 @@ BEGIN
         ORDER BY d.uri
         FOR UPDATE
     LOOP
-        DELETE FROM memdb.document_chunks c WHERE c.document_id = v_doc.id;
-        PERFORM memdb.release_document_memories(v_doc.id, '{}'::uuid[]);
-        DELETE FROM memdb.documents d WHERE d.id = v_doc.id;
+        DELETE FROM memdb.document_chunks c WHERE c.tenant = p_tenant AND c.document_id = v_doc.id;
+        PERFORM memdb.release_document_memories(p_tenant, v_doc.id, '{}'::uuid[]);
+        DELETE FROM memdb.documents d WHERE d.tenant = p_tenant AND d.id = v_doc.id;
         document_id := v_doc.id;
         uri := v_doc.uri;
         chunks := v_doc.chunk_count;

@@ -36,6 +36,6 @@ SELECT c.memory_id, c.document_id, d.uri, d.title, c.position, c.heading_path, c
        c.char_end, c.parent_start, c.parent_end,
        CASE WHEN %(parents)s THEN substr(d.content, c.parent_start + 1, c.parent_end - c.parent_start) END AS parent_text
 FROM memdb.document_chunks c
-JOIN memdb.documents d ON d.id = c.document_id
-WHERE c.memory_id = ANY (%(ids)s)
+JOIN memdb.documents d ON d.tenant = c.tenant AND d.id = c.document_id
+WHERE c.tenant = %(tenant)s AND c.memory_id = ANY (%(ids)s)
 ORDER BY c.memory_id, d.created_at, c.document_id, c.position;
