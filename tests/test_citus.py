@@ -125,7 +125,9 @@ def test_tables_are_distributed_by_tenant_and_co_located(cluster_db):
             WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
               AND o.colocationid = %s AND o.force_delegation""", (colocation,))}
         assert {"search_hybrid", "search_planned", "forget_subject", "list_memories",
-                "session_append", "ingest_documents"} <= delegated
+                "session_append", "ingest_documents", "remove_documents",
+                "release_documents_memories", "release_document_memories",
+                "review_approve", "review_reject"} <= delegated
         # maintenance over every tenant (a NULL tenant) stays on the coordinator
         assert "run_maintenance" not in delegated
 

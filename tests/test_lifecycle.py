@@ -288,9 +288,6 @@ def test_sediment_classes_review_queue_idempotency_and_dry_run(janitor):
     assert fresh.proposed == ()
 
 
-@pytest.mark.local_only("memdb.review_approve writes through memdb.add_memories, whose "
-                        "rows name their tenant in JSON: a call delegated to a Citus worker "
-                        "cannot show Citus that they stay in the tenant")
 def test_review_approve_and_reject(janitor):
     _summaries(janitor)
     janitor.maintenance.sediment()

@@ -44,7 +44,7 @@ BEGIN
         p_space_id) a;
     UPDATE memdb.review_queue r
     SET status = 'approved', decided_by = v_who, decided_at = now(), memory_id = v_memory
-    WHERE r.id = q.id;
+    WHERE r.tenant = p_tenant AND r.id = q.id;
     PERFORM memdb.set_local('memdb.reason', coalesce(prev_reason, ''));
     RETURN v_memory;
 END

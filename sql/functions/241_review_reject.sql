@@ -10,6 +10,9 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_status text;
+    -- computed here: Citus refuses non-immutable calls inside an UPDATE's coalesce
+    v_who text := coalesce(nullif(p_decided_by, ''), nullif(current_setting('memdb.actor', true), ''),
+                           session_user);
 BEGIN
     SELECT r.status INTO v_status FROM memdb.review_queue r
     WHERE r.tenant = p_tenant AND r.id = p_id FOR UPDATE;
@@ -21,9 +24,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     UPDATE memdb.review_queue r
-    SET status = 'rejected', decided_at = now(),
-        decided_by = coalesce(nullif(p_decided_by, ''), nullif(current_setting('memdb.actor', true), ''),
-                              session_user)
+    SET status = 'rejected', decided_at = now(), decided_by = v_who
     WHERE r.tenant = p_tenant AND r.id = p_id;
     RETURN true;
 END
