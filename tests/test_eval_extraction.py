@@ -93,8 +93,8 @@ def test_heuristic_path(turns_path: str, server_dsn: str, embedder) -> None:
 def test_llm_path_on_the_canned_server(turns_path: str, server_dsn: str, embedder) -> None:
     """Canned model (canned_openai.py): turn 1 gets the three Chinese facts, the allergy
     turn a schema word (refused, the heuristic falls in: a fallback), the question an
-    invented fact (spurious)."""
-    script = [_reply("叫李雷", "在北京工作", "喜欢打篮球"), _reply("user_statement"),
+    invented fact (spurious). A fact the model repeats counts as one memory."""
+    script = [_reply("叫李雷", "在北京工作", "喜欢打篮球", "叫李雷"), _reply("user_statement"),
               _reply("Australia capital question")]
     with CannedOpenAI(script) as api:
         llm = ChatLLM(api.base_url, model="canned", timeout=30)
@@ -104,7 +104,7 @@ def test_llm_path_on_the_canned_server(turns_path: str, server_dsn: str, embedde
     assert list(r["paths"]) == ["heuristic", "llm"]
     m = r["paths"]["llm"]
     by_id = {t["id"]: t for t in m["turns"]}
-    assert by_id["zh"]["path"] == "llm" and by_id["zh"]["from_model"] == 3
+    assert by_id["zh"]["path"] == "llm" and by_id["zh"]["from_model"] == 4
     assert sorted(by_id["zh"]["memories"]) == sorted(["叫李雷", "在北京工作", "喜欢打篮球"])
     assert by_id["en"]["path"] == "heuristic" and by_id["en"]["refused"][0]["item"] == \
         "user_statement" and "none of the model's" in by_id["en"]["fallback_reason"]
@@ -112,7 +112,7 @@ def test_llm_path_on_the_canned_server(turns_path: str, server_dsn: str, embedde
     assert by_id["q"]["spurious"] == ["Australia capital question"]
     o = m["overall"]
     assert (o["expected"], o["found"], o["missed"], o["spurious"]) == (4, 4, 0, 1)
-    assert (o["fallbacks"], o["refused"], o["from_model"]) == (1, 1, 4)
+    assert (o["fallbacks"], o["refused"], o["from_model"]) == (1, 1, 5)
     assert o["llm_ms"]["p50"] is not None and o["llm_ms"]["p50"] >= 0
     assert "canned" in r["meta"]["llm"]
     table = format_extraction(r)

@@ -8,8 +8,8 @@ chit-chat with no fact) through :meth:`memdb.MemoryStore.remember` in a scratch 
 given or configured (``MEMDB_LLM_BASE_URL``, ``MEMDB_LLM_MODEL``, ``MEMDB_LLM_API_KEY``),
 ``llm``. Each (path, turn) gets a subject of its own, so no turn is reconciled against another.
 
-Matching rule. The *found* memories of a turn are the contents of its decisions that hold the
-fact (action add, update or noop; a write the gate rejected is not found). An expected fact
+Matching rule. The *found* memories of a turn are the distinct contents of its decisions that
+hold the fact (action add, update or noop; a write the gate rejected is not found). An expected fact
 is *found* when some found memory covers it: :func:`memdb._grounding.covers` (70 % of the
 fact's content units, words or CJK bigrams, occur in the memory) or, after casefolding and
 dropping everything but letters and digits, the fact is contained in the memory. A memory
@@ -134,7 +134,9 @@ def run_extraction(path: str | os.PathLike[str] | None = None, *, dsn: str | Non
             for n, turn in enumerate(turns, start=1):
                 r = store.remember(turn["text"], llm=model, subject=f"{name}-{turn['id']}",
                                    session_id=f"eval-{name}", timeout=timeout)
-                memories = [d.content for d in r.decisions if d.action in _KEPT]
+                # a fact the model repeats is one memory (the store keeps one copy)
+                memories = list(dict.fromkeys(d.content for d in r.decisions
+                                              if d.action in _KEPT))
                 row = {"id": turn["id"], "lang": turn.get("lang", "?"),
                        "kind": turn.get("kind"), **_score(turn["facts"], memories),
                        "memories": memories, "path": r.path,
