@@ -50,7 +50,8 @@ class Agent:
         ``turn_id``: the provenance ``source_id`` of what the user said (default: a hash of
         the session and the turn). ``llm``: default the store's (``$MEMDB_LLM_*``); None
         forces the heuristic extractor. ``timeout``: the most the write waits for the LLM
-        (default ``$MEMDB_REMEMBER_TIMEOUT`` or 10 s). ``dry_run``: decide, write nothing.
+        (default ``$MEMDB_LLM_TIMEOUT_REMEMBER`` or 60 s; docs/configuration.md).
+        ``dry_run``: decide, write nothing.
 
         >>> r = store.remember("记住：我对花生过敏。以后都用中文回答。", session_id="s1")
         >>> [(d.action, d.outcome) for d in r.decisions]      # doctest: +SKIP

@@ -62,8 +62,13 @@ def _check_remember(r, turn: str) -> None:
             assert r.path == "heuristic" or d.fallback, d
 
 
-def test_remember_peanut_case_across_two_turns(gated_store, llm):
-    turns = ["Hi! My name is Bob and I live in Paris.", "I'm allergic to peanuts."]
+@pytest.mark.parametrize("turns, word", [
+    (["Hi! My name is Bob and I live in Paris.", "I'm allergic to peanuts."], "peanut"),
+    (["你好，我叫李雷，住在北京。", "我对花生过敏。"], "花生"),
+])
+def test_remember_peanut_case_across_two_turns(gated_store, llm, turns, word):
+    """Issue 21's case: with a 270M base model, `remember` stored the literal string
+    `user_statement` and then judged the allergy a no-op against it, losing it."""
     for turn in turns:
         r = gated_store.remember(turn, subject="bob", llm=llm)
         _report("remember", turn=turn, path=r.path, fallback=r.fallback_reason,
@@ -71,7 +76,7 @@ def test_remember_peanut_case_across_two_turns(gated_store, llm):
                 decisions=[(d.content, d.action, d.path, d.fallback) for d in r.decisions])
         _check_remember(r, turn)
     stored = [m.content for m in gated_store.list(subject="bob")]
-    assert any("peanut" in m.lower() for m in stored), stored
+    assert any(word in m.lower() for m in stored), stored
     for m in stored:
         assert any(grounded(m, t, 0.5) or m in t for t in turns), m
 

@@ -72,7 +72,8 @@ def _print(result: AskResult) -> None:
 @click.option("--no-llm", is_flag=True,
               help="Return the ranked, cited passages even if an LLM is configured.")
 @click.option("--timeout", type=float, metavar="SECONDS",
-              help="LLM timeout per request (default $MEMDB_LLM_TIMEOUT, else 30).")
+              help="LLM timeout per request (default: each path's own, "
+                   "$MEMDB_LLM_TIMEOUT_<PATH>; $MEMDB_LLM_TIMEOUT, else 120, is the ceiling).")
 @filter_options
 @json_option
 @click.pass_obj
