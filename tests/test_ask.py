@@ -546,6 +546,24 @@ def test_eval_expansion_without_llm_measures_nothing_and_says_so(tiny_locomo: st
     assert "do not measure expansion" in format_expansion(result)
 
 
+def test_eval_expansion_cli_prints_json_or_writes_it_beside_the_table(
+        tiny_locomo: str, server_dsn: str, tmp_path, monkeypatch) -> None:
+    """`memdb eval expansion`: `--json -` prints the result as JSON only; `--json FILE` writes
+    it there and prints the table (no LLM configured: the rows say they measured nothing)."""
+    for name in ("MEMDB_LLM_BASE_URL", "MEMDB_LLM_MODEL", "MEMDB_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    args = ("eval", "expansion", tiny_locomo, "--k", "5", "--expand", "none", "--expand", "mqe",
+            "--quiet")
+    printed = run(server_dsn, *args, "--json", "-")
+    assert printed.exit_code == 0, printed.output
+    assert set(json.loads(printed.stdout)["routes"]) == {"none", "mqe"}
+    out = tmp_path / "expansion.json"
+    written = run(server_dsn, *args, "--json", str(out))
+    assert written.exit_code == 0, written.output
+    assert set(json.loads(out.read_text(encoding="utf-8"))["routes"]) == {"none", "mqe"}
+    assert "do not measure expansion" in written.stdout
+
+
 def test_eval_expansion_against_canned_endpoint(tiny_locomo: str, server_dsn: str,
                                                 embedder) -> None:
     """Canned LLM (tests/canned_openai.py): the harness drives MQE, HyDE and the LLM rerank

@@ -4,9 +4,7 @@ reranking help retrieval on LoCoMo?"""
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 import click
@@ -17,7 +15,7 @@ from ..llm import ChatLLM, llm_from_env
 from ._app import State, emit_json, json_option
 from ._groups import documents, legacy
 from ._shared import filter_args, filter_options
-from .evaluate import eval_
+from .evaluate import emit_report, eval_
 
 
 def chat_from_env(timeout: float | None) -> ChatLLM | None:
@@ -137,9 +135,4 @@ def expansion(state: State, path: str, expands: tuple[str, ...], rerank: str | N
                                max_questions=max_questions, progress=not quiet)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
-    if out == "-":
-        emit_json(result)
-        return
-    if out:
-        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
-    click.echo(format_expansion(result))
+    emit_report(result, out, format_expansion)

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..errors import InvalidInput
 from ._app import State, cli, emit_json
+
+
+def emit_report(result: dict[str, Any], out: str | None,
+                table: Callable[[dict[str, Any]], str]) -> None:
+    """An evaluation's result: JSON on stdout (``--json -``), or written to the file OUT and
+    printed as a table, or only the table."""
+    if out == "-":
+        emit_json(result)
+        return
+    if out:
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+    click.echo(table(result))
 
 
 @cli.group("eval")
@@ -42,12 +56,7 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
                             limit_conversations=limit, search_context=not no_context)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
-    if out == "-":
-        emit_json(result)
-        return
-    if out:
-        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
-    click.echo(format_table(result))
+    emit_report(result, out, format_table)
 
 
 @eval_.command("extraction")
@@ -75,9 +84,4 @@ def extraction(state: State, path: str | None, heuristic_only: bool, timeout: fl
                                 llm=None if heuristic_only else llm_from_env())
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
-    if out == "-":
-        emit_json(result)
-        return
-    if out:
-        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
-    click.echo(format_extraction(result))
+    emit_report(result, out, format_extraction)
