@@ -39,17 +39,33 @@ def eval_() -> None:
 @click.option("--no-context", is_flag=True,
               help="Index each turn alone (default: with its session date and previous turn).")
 @click.option("--limit", type=int, help="Only the first N conversations.")
+@click.option("--folds", type=int,
+              help="Cross-validate instead: choose settings on the other folds' conversations "
+                   "(best mean recall@10), measure on each fold's, rotate.")
+@click.option("--grid", "grid_file", type=click.Path(exists=True, dir_okay=False),
+              help="With --folds: JSON {axis: [values]} of search options to try "
+                   "('weights.vector' for one route's weight; default: rrf_k, the vector "
+                   "weight and b around today's defaults).")
+@click.option("--mechanism", "mechanisms", multiple=True, metavar="NAME[=JSON]",
+              help="With --folds: also try every grid point with search option NAME on "
+                   "(value JSON, default true) and give its keep/drop verdict. Repeatable.")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.pass_obj
 def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
-           limit: int | None, quiet: bool) -> None:
+           limit: int | None, folds: int | None, grid_file: str | None,
+           mechanisms: tuple[str, ...], quiet: bool) -> None:
     """Evaluate retrieval on a LoCoMo-format file (one memory per dialog turn).
 
     Prints recall@K and MRR for the routes vector, bm25, hybrid, hybrid_mmr and hybrid_decay,
-    overall (categories 1-4), with adversarial questions, and per category.
+    overall (categories 1-4), with adversarial questions, and per category. With --folds N:
+    cross-validation over the conversations (recall@5/@10 and MRR per fold, their mean and
+    spread, every candidate setting's won/lost against the default, mechanism verdicts).
     """
     from ..evaluation import format_table, run_locomo
 
+    if folds is not None or grid_file or mechanisms:
+        _locomo_cv(state, path, out, no_context, limit, folds, grid_file, mechanisms, quiet)
+        return
     try:
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
         result = run_locomo(path, dsn=state.dsn, ks=cutoffs, progress=not quiet,
@@ -57,6 +73,29 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
     emit_report(result, out, format_table)
+
+
+def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit: int | None,
+               folds: int | None, grid_file: str | None, mechanisms: tuple[str, ...],
+               quiet: bool) -> None:
+    from ..evaluation.crossval import format_cv_table, parse_mechanism, run_locomo_cv
+
+    if folds is None:
+        raise InvalidInput("--grid and --mechanism need --folds")
+    if limit is not None:
+        raise InvalidInput("--limit does not go with --folds (folds are conversations)")
+    try:
+        grid = None
+        if grid_file:
+            grid = json.loads(Path(grid_file).read_text(encoding="utf-8"))
+            if not isinstance(grid, dict) or not all(isinstance(v, list) for v in grid.values()):
+                raise ValueError("--grid must be a JSON object of axis -> list of values")
+        mechs = dict(parse_mechanism(spec) for spec in mechanisms)
+        result = run_locomo_cv(path, folds=folds, dsn=state.dsn, grid=grid, mechanisms=mechs,
+                               progress=not quiet, search_context=not no_context)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    emit_report(result, out, format_cv_table)
 
 
 @eval_.command("extraction")

@@ -18,13 +18,13 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..embeddings import Embedder, embedder_from_env
 from ..search import DEFAULT_OPTIONS, SearchOptions
 from ..store import MemoryInput, MemoryStore
-from ._locomo_data import Conversation, Turn, load_locomo
+from ._locomo_data import Conversation, Question, Turn, load_locomo
 from ._metrics import QuestionResult, format_table, percentile, score_question, summarize
 from ._scratch import scratch_database
 
@@ -93,7 +93,7 @@ def _search_kwargs(config: Mapping[str, Any], conv: Conversation) -> dict[str, A
     return kwargs
 
 
-def _describe(config: Mapping[str, Any]) -> dict[str, Any]:
+def describe(config: Mapping[str, Any]) -> dict[str, Any]:
     described = dict(DEFAULT_OPTIONS.replace(**{k: v for k, v in config.items() if k != "as_of"})
                      .to_json())
     if "as_of" in config:
@@ -101,26 +101,31 @@ def _describe(config: Mapping[str, Any]) -> dict[str, Any]:
     return described
 
 
-def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
-               ks: Sequence[int] = (5, 10, 25, 50),
-               configs: Mapping[str, Mapping[str, Any]] | None = None, progress: bool = True,
-               limit_conversations: int | None = None, search_context: bool = True,
-               embedder: Embedder | None = None) -> dict[str, Any]:
-    """Evaluate retrieval on a LoCoMo-format file; see the module docstring.
+@dataclass
+class Collected:
+    """Every question's result under every configuration, from one stored snapshot.
 
-    ``dsn``: any database on the server to use (default ``$MEMDB_DSN``, else the embedded
-    server); a scratch database ``memdb_eval_<pid>_<random>`` is created there and dropped at
-    the end, also on SIGTERM (see :mod:`memdb.evaluation._scratch`). ``configs``: name ->
-    search settings (default :data:`DEFAULT_CONFIGS`).
-    ``search_context``: index each turn with the session date and the previous turn.
-    """
+    ``questions[i]`` is ``(sample_id, Question)``; ``results[name][i]`` its
+    :class:`~memdb.evaluation._metrics.QuestionResult` under configuration ``name``."""
+
+    questions: list[tuple[str, Question]]
+    results: dict[str, list[QuestionResult]]
+    memories: int
+    turns: int
+    unknown_evidence_ids: list[str]
+    timings: dict[str, float]
+
+
+def collect(convs: Sequence[Conversation], *, dsn: str | None,
+            ks: Sequence[int], configs: Mapping[str, Mapping[str, Any]], progress: bool = True,
+            search_context: bool = True, embedder: Embedder | None = None) -> Collected:
+    """Store ``convs`` once in a scratch database (each turn embedded once) and run every
+    question once per configuration; per-question results, for any summary or fold split."""
     started = time.perf_counter()
-    ks = sorted({int(k) for k in ks})
-    if not ks or ks[0] < 1 or ks[-1] > 1000:
-        raise ValueError("ks must be integers between 1 and 1000")
-    configs = dict(DEFAULT_CONFIGS if configs is None else configs)
     show = _Progress(progress)
-    convs = load_locomo(path, limit_conversations)
+    for config in configs.values():  # bad settings fail before any work
+        _search_kwargs(config, Conversation(""))
+        describe(config)
     questions = [(conv, q) for conv in convs for q in conv.questions]
     embedder = embedder or embedder_from_env()
     timings: dict[str, float] = {}
@@ -149,7 +154,7 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
         single.append(1000 * (time.perf_counter() - t1))
     timings["embed_single_query_p50_ms"] = percentile(single, 50)
 
-    routes: dict[str, Any] = {}
+    results: dict[str, list[QuestionResult]] = {}
     with scratch_database(dsn) as scratch, MemoryStore(scratch, embedder=embedder,
                                                        gate=None) as store:
         t0 = time.perf_counter()
@@ -161,7 +166,7 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
         timings["store_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         for name, config in configs.items():
-            results: list[QuestionResult] = []
+            out: list[QuestionResult] = []
             kwargs = {id(conv): _search_kwargs(config, conv) for conv in convs}
             if questions:  # warm the pool and the plan cache outside the measurement
                 store.search(questions[0][1].question, k=ks[-1], subject=questions[0][0].sample_id,
@@ -173,27 +178,60 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
                                     **kwargs[id(conv)])
                 ms = 1000 * (time.perf_counter() - t1)
                 ranked = [dia_ids.get(h.memory.id, {h.memory.source_id or ""}) for h in hits]
-                results.append(score_question(q.evidence, ranked, ks, q.category, ms))
+                out.append(score_question(q.evidence, ranked, ks, q.category, ms))
                 show(f"searching [{name}]", n, len(questions), t_route)
-            routes[name] = summarize(results, ks)
+            results[name] = out
         timings["search_s"] = time.perf_counter() - t0
-        memories = len(dia_ids)
     timings["total_s"] = time.perf_counter() - started
     known = {(conv.sample_id, t.dia_id) for conv in convs for t in conv.turns}
+    return Collected(
+        questions=[(conv.sample_id, q) for conv, q in questions], results=results,
+        memories=len(dia_ids), turns=len(flat),
+        unknown_evidence_ids=sorted({f"{c.sample_id}/{e}" for c, q in questions
+                                     for e in q.evidence if (c.sample_id, e) not in known}),
+        timings=timings)
+
+
+def check_ks(ks: Sequence[int]) -> list[int]:
+    """Sorted distinct cut-offs; ValueError outside 1..1000."""
+    out = sorted({int(k) for k in ks})
+    if not out or out[0] < 1 or out[-1] > 1000:
+        raise ValueError("ks must be integers between 1 and 1000")
+    return out
+
+
+def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
+               ks: Sequence[int] = (5, 10, 25, 50),
+               configs: Mapping[str, Mapping[str, Any]] | None = None, progress: bool = True,
+               limit_conversations: int | None = None, search_context: bool = True,
+               embedder: Embedder | None = None) -> dict[str, Any]:
+    """Evaluate retrieval on a LoCoMo-format file; see the module docstring.
+
+    ``dsn``: any database on the server to use (default ``$MEMDB_DSN``, else the embedded
+    server); a scratch database ``memdb_eval_<pid>_<random>`` is created there and dropped at
+    the end, also on SIGTERM (see :mod:`memdb.evaluation._scratch`). ``configs``: name ->
+    search settings (default :data:`DEFAULT_CONFIGS`).
+    ``search_context``: index each turn with the session date and the previous turn.
+    """
+    ks = check_ks(ks)
+    configs = dict(DEFAULT_CONFIGS if configs is None else configs)
+    convs = load_locomo(path, limit_conversations)
+    embedder = embedder or embedder_from_env()
+    run = collect(convs, dsn=dsn, ks=ks, configs=configs, progress=progress,
+                  search_context=search_context, embedder=embedder)
     return {
         "dataset": str(path),
-        "questions": len(questions),
-        "memories": memories,
+        "questions": len(run.questions),
+        "memories": run.memories,
         "ks": ks,
-        "routes": routes,
+        "routes": {name: summarize(results, ks) for name, results in run.results.items()},
         "meta": {
             "search_context": search_context,
             "embedder": getattr(embedder, "model", type(embedder).__name__),
-            "configs": {name: _describe(config) for name, config in configs.items()},
-            "turns": len(flat),
-            "no_evidence_questions": sum(1 for _, q in questions if not q.evidence),
-            "unknown_evidence_ids": sorted({f"{c.sample_id}/{e}" for c, q in questions
-                                            for e in q.evidence if (c.sample_id, e) not in known}),
-            "timings": {k: round(v, 3) for k, v in timings.items()},
+            "configs": {name: describe(config) for name, config in configs.items()},
+            "turns": run.turns,
+            "no_evidence_questions": sum(1 for _, q in run.questions if not q.evidence),
+            "unknown_evidence_ids": run.unknown_evidence_ids,
+            "timings": {k: round(v, 3) for k, v in run.timings.items()},
         },
     }
