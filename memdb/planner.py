@@ -167,16 +167,32 @@ _CUES: dict[str, list[tuple[re.Pattern[str], float]]] = {
     "decision_trace": [
         (_cues(r"为什么.{0,6}(决定|选|选择|采用|用|改|放弃|换)",
                r"(决定|选择|选型|拍板)的?(原因|理由|依据)",
-               r"怎么(决定|定下来)", r"谁决定", r"当初(为什么|怎么)"), 3),
+               r"怎么(决定|定下来)", r"谁决定", r"当初(为什么|怎么)",
+               # what was decided and on what grounds (决定了什么, 出于什么考虑, 依据是什么)
+               r"决定了?(什么|哪些|啥)", r"(哪些|什么|几个)决定", r"拍板", r"决定(用|采用|选)",
+               r"(出于|基于)(什么|哪些)(考虑|原因|理由)", r"(依据|理由)是什么",
+               r"(为啥|为什么).{0,6}定", r"定了(什么|哪个|啥)", r"怎么定的"), 3),
         (_cues(r"\bwhy (did|do) (we|you|i|they) (choose|pick|decide|use|go with|switch|drop)\b",
-               r"\b(decision|decided|rationale|reasoning behind|trade-?off)\b"), 3),
+               r"\b(decision|decisions|decide|decided|rationale|reasoning behind|trade-?off)\b",
+               r"\breasons? (for|behind)\b", r"\bwhat led (us|you|them|me|the team) to\b",
+               r"\bend(ed)? up (choosing|picking|going with|using)\b", r"\bsettled? on\b",
+               r"\bagreed? on\b", r"\bmade the call\b", r"\bwhat made (us|you|them|me|the team)\b"),
+         3),
     ],
     "rule_statement": [
         (_cues(r"记住[:：]?.*(不要|不能|必须|永远|始终|禁止)",
                r"^(不要|不能|禁止|永远不要|务必|必须|始终)",
-               r"规则|规定|约定|原则", r"可以.*吗[？?]?$"), 3),
+               r"规则|规定|约定|原则|规矩|禁忌", r"可以.*吗[？?]?$",
+               # questions about what is not allowed or required: 有什么不能做的 / 哪些是被禁止的
+               r"(什么|哪些).{0,6}(不能|不可以|不允许|不准|不许|禁止|限制|要求)",
+               r"不(能|可以|允许|准|许)(做|干|碰)(的|哪些|什么)", r"遵守|遵循",
+               r"能不能|可不可以|是否允许"),
+         3),
         (_cues(r"^(never|always|don't|do not|must)\b", r"\b(rule|policy|guideline|allowed|"
-               r"permitted|forbidden)\b", r"\bremember (to|that|not)\b"), 3),
+               r"permitted|forbidden)\b", r"\bremember (to|that|not)\b",
+               r"\b(off-limits|off limits|restrictions?|requirements?|prohibited)\b",
+               r"\b(must|should) (i|we|you) (never|not|avoid)\b", r"\bmust(n't| not)\b",
+               r"\bis it (ok|okay|fine|alright) (to|if)\b", r"^(can|may) (i|we)\b"), 3),
     ],
     "skill_request": [
         (_cues(r"怎么(做|弄|办|部署|配置|安装|写|实现|用)", r"如何", r"步骤|流程|教程|方法"), 3),

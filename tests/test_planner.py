@@ -104,6 +104,31 @@ def test_heuristic_intents(query, intent):
     assert plan.queries[0].categories == categories and plan.queries[0].strategy == strategy
 
 
+@pytest.mark.parametrize(("query", "intent"), [
+    # issue 19: questions about the rules went to general chat, "what did we decide ... and
+    # why" to event recall
+    ("有什么不能做的", "rule_statement"),
+    ("有什么不能做的？", "rule_statement"),
+    ("哪些操作是被禁止的？", "rule_statement"),
+    ("Which things are off-limits for me?", "rule_statement"),
+    ("Is it ok to commit API keys to the repo?", "rule_statement"),
+    ("what did we decide last week and why", "decision_trace"),
+    ("What did we decide last week and why?", "decision_trace"),
+    ("上周我们决定了什么，为什么？", "decision_trace"),
+    ("放弃MongoDB是出于什么考虑", "decision_trace"),
+    ("What were the reasons for leaving MongoDB?", "decision_trace"),
+    # and their neighbours keep their intents
+    ("上周去了哪里", "event_recall"),
+    ("What happened last week?", "event_recall"),
+    ("帮我把新的 API 密钥提交上去", "new_task"),
+    ("How can I rotate the keys?", "skill_request"),
+])
+def test_questions_about_rules_and_decisions(query, intent):
+    plan = heuristic_plan(query)
+    assert plan.intent == intent, plan.scores
+    assert plan.queries[0].categories == INTENTS[intent][0]
+
+
 def test_plan_details_and_round_trip():
     plan = heuristic_plan("上次那个项目")
     assert plan.ambiguous and plan.queries[0].text == "项目"
