@@ -2,8 +2,8 @@
 
 Loads ``benchmarks/data/intent_memories.jsonl`` (80 memories with stable keys, Chinese and
 English, classified at write; ``age_days`` sets created_at, ``uses`` calls mark_used) into a
-scratch database as one subject, then runs every query of ``intent_queries.jsonl`` (169
-labeled queries, 85 Chinese, with the expected memory keys and intent) once per
+scratch database as one subject, then runs every query of ``intent_queries.jsonl`` (195
+labeled queries, 98 Chinese, with the expected memory keys and intent) once per
 configuration, same snapshot, same k:
 
 - ``flat``: ``store.search`` (hybrid, tuned defaults) — the baseline;
@@ -123,7 +123,7 @@ def run(k: int, dsn: str | None, backstops: dict[str, float]) -> dict:
                 rr = next((1 / n for n, i in enumerate(ranked, 1) if i in expected), 0.0)
                 exp_cats = {category_of[i] for i in expected}
                 per_q.append({
-                    "id": q["id"], "lang": q["lang"],
+                    "id": q["id"], "lang": q["lang"], "intent": q["intent"],
                     "recall": len(expected & set(ranked[:k])) / len(expected), "rr": rr,
                     "empty": not ranked, "ms": ms, "embed_ms": embed_ms, "status": status,
                     "intent_ok": None if plan is None or kind == "scope"
@@ -168,8 +168,10 @@ def summarize(per_q: list[dict]) -> dict:
             "p95_ms": round(percentile([x["ms"] for x in items], 95), 2),
             "embed_p95_ms": round(percentile([x["embed_ms"] for x in items], 95), 2),
         }
+    intents = sorted({x["intent"] for x in per_q})
     return {"all": block(per_q), "zh": block([x for x in per_q if x["lang"] == "zh"]),
             "en": block([x for x in per_q if x["lang"] == "en"]),
+            "by_intent": {i: block([x for x in per_q if x["intent"] == i]) for i in intents},
             "misses": [{"id": x["id"], "hits": x["hits"][:3]} for x in per_q if x["recall"] < 1]}
 
 
@@ -189,6 +191,20 @@ def table(result: dict) -> str:
                      f"{100 * a['mrr']:>7.1f}{'{}/{}'.format(*r['won_lost_vs_flat']):>9}"
                      f"{100 * a['empty_rate']:>7.1f}"
                      f"{100 * a['degraded_rate']:>6.1f}{a['p50_ms']:>7.1f}{a['p95_ms']:>7.1f}")
+    rows = result["rows"]
+    default = f"+planner b={DEFAULT_BACKSTOP:g}"
+    planned = default if default in rows else next(
+        (name for name in rows if name.startswith("+planner b=")), None)
+    if planned:
+        lines += ["", f"per labeled intent: queries, intent accuracy, R@{k} and MRR of flat and "
+                  f"{planned}",
+                  f"{'intent':<22}{'n':>4}{'intent':>8}{'R flat':>8}{'R plan':>8}"
+                  f"{'MRR flat':>9}{'MRR plan':>9}"]
+        for intent, b in rows[planned]["by_intent"].items():
+            f = rows["flat"]["by_intent"][intent]
+            lines.append(f"{intent:<22}{b['n']:>4}{100 * b['intent_accuracy']:>8.1f}"
+                         f"{100 * f['recall@k']:>8.1f}{100 * b['recall@k']:>8.1f}"
+                         f"{100 * f['mrr']:>9.1f}{100 * b['mrr']:>9.1f}")
     return "\n".join(lines)
 
 
