@@ -604,12 +604,13 @@ def table(reps: list[dict], k: int) -> str:
     names = [cls.name for cls in SYSTEMS]
     head = "| per call (rep " + " / ".join(str(i + 1) for i in range(len(reps))) + ") | " \
         + " | ".join(names) + " |"
-    lines = [head, "|" + "---|" * (len(names) + 1)]
+    lines = [head, "|" + " --- |" * (len(names) + 1)]
     for label, step, key in ROWS:
         cells = [" / ".join(f"{r[n][step][key]:.1f}" for r in reps) + " ms" for n in names]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    cells = [" / ".join(f"{r[n]['hits']}/{r[n]['queries']}" for r in reps) for n in names]
-    lines.append(f"| target found (hit@{k}) | " + " | ".join(cells) + " |")
+    cells = [" / ".join(str(r[n]["hits"]) for r in reps) for n in names]
+    lines.append(f"| target in the top {k} (of {reps[0][names[0]]['queries']}) | "
+                 + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
