@@ -139,6 +139,12 @@ class LocalEmbedder:
             raise InvalidInput("threads, workers and batch_size must be positive")
         self.batch_size = batch_size
         self.query_cache = resolve_query_cache(query_cache)
+        self._forked()
+
+    def _forked(self) -> None:
+        """Fresh engine bookkeeping and no worker threads: at start, and in a forked child
+        (which has none of the parent's threads, and engines they held would never return)."""
+        self._pid = os.getpid()
         self._engines: list[Any] = []  # every engine made; idle ones wait in _idle
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()  # bookkeeping only
@@ -156,6 +162,8 @@ class LocalEmbedder:
     def _engine(self) -> Iterator[Any]:
         """An engine for this thread alone (the C engine is not documented as thread-safe):
         an idle one, a new one while fewer than ``workers`` exist, else the next to be free."""
+        if self._pid != os.getpid():
+            self._forked()
         try:
             engine = self._idle.get_nowait()
         except queue.Empty:

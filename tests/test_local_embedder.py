@@ -208,3 +208,23 @@ def test_a_second_identical_search_does_not_call_the_model(fresh_db):
         store.search("谁对花生过敏", k=2)
         store.search("谁对花生过敏", k=2)
         assert len(off.calls) == 2
+
+
+def test_a_forked_child_embeds_a_batch():
+    """A child forked after the parent's worker threads started gets its own (the parent's
+    are not in it) instead of waiting for them forever."""
+    import multiprocessing
+
+    global _FORKED
+    _FORKED = LocalEmbedder(workers=2, query_cache=0)
+    parent = _FORKED.embed_passages(MIXED[:4])
+    with multiprocessing.get_context("fork").Pool(1) as pool:  # forked now, pool running
+        child = pool.apply_async(_embed_in_child, (MIXED[:4],)).get(timeout=120)
+    assert np.array_equal(child, parent)
+
+
+_FORKED: LocalEmbedder | None = None
+
+
+def _embed_in_child(texts):
+    return _FORKED.embed_passages(texts)
