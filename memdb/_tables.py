@@ -105,6 +105,10 @@ memories = sa.Table(
 # through its column, so it is declared after it; the label names the operator class's key)
 sa.Index("memories_content_trgm_idx", sa.func.lower(memories.c.content).label("content_lower"),
          postgresql_using="gin", postgresql_ops={"content_lower": "gin_trgm_ops"})
+# revision 0016: a hit's session neighbours (memdb.search_neighbors)
+sa.Index("memories_stream_idx", memories.c.tenant, memories.c.subject,
+         sa.func.coalesce(memories.c.session_id, sa.literal_column("''")),
+         memories.c.created_at, memories.c.id)
 
 memory_history = sa.Table(
     "memory_history", metadata,

@@ -29,6 +29,12 @@ class SearchOptions:
     times as much (SQL default 1; 0 = off), but never pass a memory that scores at least as
     high on every route and higher on one (memdb.search_hybrid): the boost settles mixed
     evidence, it does not lift weak matches.
+    neighbors: a window 0..10 (True = 1; off by default): each hit brings the memories that many
+    places before and after it in its session (same subject and session_id, by created_at),
+    scored neighbor_weight ** distance times the hit's score (neighbor_weight default 0.5).
+    prf: pseudo-relevance feedback (True = 10; off by default): the BM25 route runs the query
+    expanded with prf_terms terms (default 10) of the first pass's top ``prf`` memories, the
+    original terms weighted prf_weight (default 0.5) - see memdb.prf_terms.
     """
 
     routes: tuple[str, ...] | None = None
@@ -45,6 +51,11 @@ class SearchOptions:
     hotness_weight: float | None = None
     importance_weight: float | None = None
     system_boost: float | None = None
+    neighbors: int | bool | None = None
+    neighbor_weight: float | None = None
+    prf: int | bool | None = None
+    prf_terms: int | None = None
+    prf_weight: float | None = None
 
     def replace(self, **changes: Any) -> SearchOptions:
         """These options with the non-None ``changes`` laid over them; ``weights`` are merged
@@ -75,14 +86,15 @@ class SearchOptions:
             if not isinstance(self.weights, dict):
                 raise InvalidInput("weights must be a dict of route -> number")
             out["weights"] = {str(k): _number(w, f"weight of {k}") for k, w in self.weights.items()}
-        for name in ("depth", "mmr_candidates"):
+        for name in ("depth", "mmr_candidates", "prf_terms"):
             value = getattr(self, name)
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise InvalidInput(f"{name} must be an integer")
                 out[name] = value
         for name in ("rrf_k", "k1", "b", "candidate_df_ratio", "decay_weight", "half_life_days",
-                     "hotness_weight", "importance_weight", "system_boost"):
+                     "hotness_weight", "importance_weight", "system_boost", "neighbor_weight",
+                     "prf_weight"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = _number(value, name)
@@ -90,6 +102,16 @@ class SearchOptions:
             out["mmr_lambda"] = 0.7
         elif self.mmr is not None and self.mmr is not False:
             out["mmr_lambda"] = _number(self.mmr, "mmr lambda")
+        for name, on in (("neighbors", 1), ("prf", 10)):
+            value = getattr(self, name)
+            if value is True:
+                out[name] = on
+            elif value is False:
+                out[name] = 0
+            elif value is not None:
+                if not isinstance(value, int):
+                    raise InvalidInput(f"{name} must be an integer or a boolean")
+                out[name] = value
         return out
 
 

@@ -748,6 +748,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         started = time.perf_counter()
         with self._read() as conn:
             rows = conn.execute(_sql.query("search_hybrid"), params).fetchall()
+            prf = (conn.execute(_sql.query("prf_terms"), params).fetchall()
+                   if explain and options.get("prf") else None)
         results = SearchResults(
             SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
                       details={key: r[key] for key in _DETAIL_KEYS})
@@ -763,6 +765,11 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                 "routes": {route: sum(1 for r in rows if r[f"{route}_rank"] is not None)
                            for route in ROUTES},
             }
+            if options.get("neighbors"):  # the hits only neighbour expansion brought
+                results.explain["neighbors"] = [
+                    r["id"] for r in rows if all(r[f"{route}_rank"] is None for route in ROUTES)]
+            if prf is not None:  # the BM25 route's expanded query (memdb.prf_terms)
+                results.explain["prf_terms"] = [dict(r) for r in prf]
         return results
 
     def mark_used(self, memory_ids: Iterable[UUID | str], *, subject: str | None = None) -> int:

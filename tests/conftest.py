@@ -39,7 +39,8 @@ BOTH_DRIVERS = frozenset({
 # cluster's tests skip, naming the reason and the build log.
 CITUS_MODULES = frozenset({
     "test_store", "test_versions", "test_search", "test_recall", "test_isolation",
-    "test_sessions", "test_lifecycle", "test_erasure", "test_ingest",
+    "test_sessions", "test_lifecycle", "test_erasure", "test_ingest", "test_search_neighbors",
+    "test_search_prf",
 })
 CITUS_BOTH_DRIVERS = frozenset({"test_isolation", "test_store"})
 _counter = itertools.count()

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ..demo import summarize_hit
+from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_hits
 from ._shared import filter_args, filter_options, pairs
@@ -28,20 +29,38 @@ from ._shared import filter_args, filter_options, pairs
     (["--decay"], {"multiple": True, "metavar": "KEY=VALUE",
                    "help": "Score multiplier settings (repeatable): decay_weight, "
                            "half_life_days, hotness_weight, importance_weight."}),
+    (["--neighbors"], {"type": int, "metavar": "N",
+                       "help": "Bring each hit's session neighbours up to N turns away (0-10; "
+                               "off by default)."}),
+    (["--neighbor-weight"], {"type": float, "metavar": "W",
+                             "help": "A neighbour scores W ** distance times its hit (default "
+                                     "0.5)."}),
+    (["--prf"], {"type": int, "metavar": "N",
+                 "help": "Pseudo-relevance feedback: expand the BM25 query from the first "
+                         "pass's top N memories (0-100; off by default)."}),
+    (["--prf-terms"], {"type": int, "metavar": "M",
+                       "help": "How many expansion terms (default 10)."}),
+    (["--prf-weight"], {"type": float, "metavar": "ALPHA",
+                        "help": "Weight of the original query terms (0-1, default 0.5)."}),
     (["--explain", "--sql", "explain"], {"is_flag": True,
                                          "help": "Also show the SQL, its parameters and timings."}),
 )
 @json_option
 def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
            weights: tuple[str, ...], mmr: float | None, decay: tuple[str, ...], explain: bool,
-           **filters: Any) -> None:
+           neighbors: int | None, neighbor_weight: float | None, prf: int | None,
+           prf_terms: int | None, prf_weight: float | None, **filters: Any) -> None:
     """Find the memories that best match QUERY, best first.
 
     Hybrid search: vector, BM25 and exact-match routes fused by weighted RRF in SQL.
     """
     hits = store().search(query, k=k, routes=list(routes) or None,
                            weights=pairs(weights, "--weight"), mmr=mmr,
-                           decay=pairs(decay, "--decay"), explain=explain, **filter_args(filters))
+                           decay=pairs(decay, "--decay"), explain=explain,
+                           options=SearchOptions(
+                               neighbors=neighbors, neighbor_weight=neighbor_weight, prf=prf,
+                               prf_terms=prf_terms, prf_weight=prf_weight),
+                           **filter_args(filters))
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits],
                     "explain": getattr(hits, "explain", None)})
@@ -55,6 +74,11 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
         click.echo(f"\n-- embed {info['embed_ms']} ms, database {info['db_ms']} ms, "
                    f"hits per route {json.dumps(info['routes'])}")
         click.echo(f"-- params {json.dumps(info['params'], ensure_ascii=False, default=str)}")
+        if "neighbors" in info:
+            click.echo(f"-- brought by neighbour expansion: {len(info['neighbors'])}")
+        if "prf_terms" in info:
+            terms = ", ".join(f"{t['term']}:{t['weight']:.2f}" for t in info["prf_terms"])
+            click.echo(f"-- BM25 query after feedback: {terms}")
         click.echo(info["sql"].strip())
 
 

@@ -11,6 +11,12 @@
 --   (see memdb.score_multiplier); system_boost >= 0 (default 1: active 'system' memories
 --   score up to (1 + system_boost) times as much, capped by the candidates that beat them on
 --   every route, see memdb.search_hybrid); exact_limit >= 0 (see memdb.search_vector); space_id.
+--   neighbors 0..10 (default 0 = off): each returned hit brings the memories up to that many
+--   places before and after it in its session (memdb.search_neighbors), scored neighbor_weight
+--   (in [0, 1], default 0.5) ^ distance times the hit's score;
+--   prf 0..100 (default 0 = off): pseudo-relevance feedback, the BM25 route runs the query
+--   expanded with prf_terms 1..100 (default 10) terms from the first pass's top prf memories,
+--   the original terms weighted prf_weight in [0, 1] (default 0.5) (memdb.prf_terms).
 CREATE OR REPLACE FUNCTION memdb.check_search_options(p_options jsonb)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -53,7 +59,8 @@ BEGIN
             END LOOP;
         ELSIF k IN ('depth', 'rrf_k', 'k1', 'b', 'candidate_df_ratio', 'mmr_lambda', 'mmr_candidates',
                     'decay_weight', 'hotness_weight', 'importance_weight', 'half_life_days',
-                    'exact_limit', 'space_id', 'system_boost') THEN
+                    'exact_limit', 'space_id', 'system_boost', 'neighbors', 'neighbor_weight',
+                    'prf', 'prf_terms', 'prf_weight') THEN
             IF jsonb_typeof(v) <> 'number' THEN
                 RAISE EXCEPTION 'option "%" must be a number', k USING ERRCODE = 'invalid_parameter_value';
             END IF;
@@ -61,7 +68,11 @@ BEGIN
             IF (k IN ('depth', 'mmr_candidates') AND (x < 1 OR x > 1000 OR x <> trunc(x)))
                OR (k IN ('rrf_k', 'half_life_days') AND x <= 0)
                OR (k IN ('k1', 'system_boost') AND x < 0)
-               OR (k IN ('b', 'mmr_lambda', 'decay_weight', 'hotness_weight', 'importance_weight') AND (x < 0 OR x > 1))
+               OR (k IN ('b', 'mmr_lambda', 'decay_weight', 'hotness_weight', 'importance_weight',
+                         'neighbor_weight', 'prf_weight') AND (x < 0 OR x > 1))
+               OR (k = 'neighbors' AND (x < 0 OR x > 10 OR x <> trunc(x)))
+               OR (k = 'prf' AND (x < 0 OR x > 100 OR x <> trunc(x)))
+               OR (k = 'prf_terms' AND (x < 1 OR x > 100 OR x <> trunc(x)))
                OR (k = 'candidate_df_ratio' AND (x <= 0 OR x > 1))
                OR (k IN ('exact_limit', 'space_id') AND (x < 0 OR x <> trunc(x))) THEN
                 RAISE EXCEPTION 'option "%" is out of range: %', k, x USING ERRCODE = 'invalid_parameter_value';

@@ -21,7 +21,13 @@
 --      and ties in the rule's favour, and a rule that only shares a character or a name with
 --      the query cannot pass the memories that match it better on every route.
 --      multiplier = score / fused, the boost included;
+--   3c. with neighbors set (off by default), the top candidates' session neighbours join the
+--      candidates with score neighbor_weight ^ distance times the hit's (memdb.search_neighbors;
+--      a candidate keeps the higher of its own and a lent score; route columns NULL for a
+--      neighbour no route found);
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
+-- With prf set (off by default), the BM25 route runs the query expanded by pseudo-relevance
+-- feedback (memdb.prf_terms, memdb.search_bm25_weighted) instead of p_query.
 -- A blank p_query returns no rows. A query with no keyword terms (only stop words,
 -- punctuation or emoji) still runs the vector and exact routes (BM25 finds nothing);
 -- pass p_query NULL to search by p_embedding alone.
@@ -56,6 +62,10 @@ DECLARE
     v_now timestamptz;
     usage_subject text;
     found_rows jsonb;
+    use_prf boolean;
+    prf_t text[];
+    prf_w double precision[];
+    n_window integer;
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -72,6 +82,12 @@ BEGIN
     use_vector := routes ? 'vector' AND p_embedding IS NOT NULL;
     use_bm25 := routes ? 'bm25';
     use_exact := routes ? 'exact';
+    use_prf := coalesce((o ->> 'prf')::integer, 0) > 0 AND use_bm25;
+    IF use_prf THEN
+        SELECT array_agg(t.term), array_agg(t.weight) INTO prf_t, prf_w
+        FROM memdb.prf_terms(p_tenant, p_query, f, o) t;
+    END IF;
+    n_window := coalesce((o ->> 'neighbors')::integer, 0);
     pool := CASE WHEN use_mmr THEN coalesce((o ->> 'mmr_candidates')::integer, greatest(30, 3 * p_k))
                  ELSE p_k END;
     depth := coalesce((o ->> 'depth')::integer, greatest(50, 2 * pool));
@@ -104,7 +120,13 @@ BEGIN
                                    coalesce((o ->> 'k1')::double precision, 1.2),
                                    coalesce((o ->> 'b')::double precision, 0.75),
                                    coalesce((o ->> 'candidate_df_ratio')::double precision, 0.3)) x
-            WHERE use_bm25
+            WHERE use_bm25 AND NOT use_prf
+            UNION ALL
+            SELECT 'bm25', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
+            FROM memdb.search_bm25_weighted(p_tenant, prf_t, prf_w, depth, f,
+                                            coalesce((o ->> 'k1')::double precision, 1.2),
+                                            coalesce((o ->> 'b')::double precision, 0.75)) x
+            WHERE use_prf
             UNION ALL
             SELECT 'exact', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
             FROM memdb.search_exact(p_tenant, p_query, depth, f) x
@@ -145,13 +167,36 @@ BEGIN
         SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, bt.cap)) ELSE b.base END AS score,
                coalesce(bt.above, 0) AS above
         FROM b LEFT JOIN beaten bt ON bt.id = b.id
+    ), lend AS (
+        -- neighbour expansion: the top pool candidates lend their session neighbours a score;
+        -- only those whose lent score (weight * score) beats the pool's last score can change
+        -- the result, so only they look their neighbours up
+        SELECT t.id, t.score
+        FROM (SELECT c.id, c.score FROM c ORDER BY c.score DESC, c.above, c.id LIMIT pool) t
+        WHERE n_window > 0
+          AND t.score * coalesce((o ->> 'neighbor_weight')::double precision, 0.5)
+              > coalesce((SELECT c.score FROM c ORDER BY c.score DESC, c.above, c.id
+                          OFFSET pool - 1 LIMIT 1), 0)
+    ), nb AS (
+        SELECT x.id, max(x.score) AS score
+        FROM memdb.search_neighbors(
+                 p_tenant, ARRAY(SELECT lend.id FROM lend ORDER BY lend.id),
+                 ARRAY(SELECT lend.score FROM lend ORDER BY lend.id),
+                 n_window, coalesce((o ->> 'neighbor_weight')::double precision, 0.5), f) x
+        WHERE n_window > 0
+        GROUP BY x.id
+    ), cn AS (
+        SELECT coalesce(c.id, nb.id) AS id, greatest(c.score, nb.score) AS score, c.fused, c.mult,
+               coalesce(c.above, 0) AS above, c.vector_rank, c.vector_score, c.bm25_rank,
+               c.bm25_score, c.exact_rank, c.exact_score
+        FROM c FULL JOIN nb ON nb.id = c.id
     )
     SELECT jsonb_agg(to_jsonb(s) ORDER BY s.pos) INTO found_rows
     FROM (
         SELECT c.id, row_number() OVER (ORDER BY c.score DESC, c.above, c.id) AS pos,
                c.score, c.fused, CASE WHEN c.fused > 0 THEN c.score / c.fused ELSE c.mult END AS multiplier,
                c.vector_rank, c.vector_score, c.bm25_rank, c.bm25_score, c.exact_rank, c.exact_score
-        FROM c
+        FROM cn c
         ORDER BY c.score DESC, c.above, c.id
         LIMIT pool
     ) s;

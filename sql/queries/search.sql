@@ -12,5 +12,9 @@ FROM memdb.search_hybrid(%(tenant)s, %(query)s, %(embedding)s, %(k)s, %(filter)s
 JOIN memdb.memories m ON m.id = h.id AND m.tenant = %(tenant)s
 ORDER BY h.rank;
 
+-- name: prf_terms
+SELECT t.term, t.weight, t.original
+FROM memdb.prf_terms(%(tenant)s, %(query)s, %(filter)s, %(options)s) t;
+
 -- name: mark_used
 SELECT memdb.mark_used(%(tenant)s, %(ids)s, %(subject)s) AS marked;
