@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from datetime import timedelta
 from typing import Any
 
 from ..embeddings import Embedder, embedder_from_env
@@ -65,16 +66,20 @@ def _date(turn: Turn) -> str:
 
 def memory_inputs(conv: Conversation, search_context: bool = True) -> list[MemoryInput]:
     """One episodic memory per turn; with ``search_context`` its context is the session date
-    and the previous turn of the same session (indexed and embedded, not returned)."""
-    out, prev = [], None
+    and the previous turn of the same session (indexed and embedded, not returned). The n-th
+    turn of a session is created n seconds after the session's date, so the turns keep their
+    order (the search option ``neighbors`` reads it)."""
+    out, prev, nth = [], None, 0
     for turn in conv.turns:
+        nth = nth + 1 if prev is not None and prev.session == turn.session else 0
         context = None
         if search_context:
             before = prev.content if prev is not None and prev.session == turn.session else ""
             context = "\n".join(x for x in (_date(turn), before) if x) or None
         out.append(MemoryInput(content=turn.content, subject=conv.sample_id, kind="episodic",
                                category="events", source_id=turn.dia_id,
-                               created_at=turn.date, search_context=context))
+                               created_at=turn.date and turn.date + timedelta(seconds=nth),
+                               search_context=context))
         prev = turn
     return out
 
@@ -86,8 +91,8 @@ def _search_kwargs(config: Mapping[str, Any], conv: Conversation) -> dict[str, A
     opts = {k: (tuple(v) if k == "routes" else v) for k, v in config.items() if k != "as_of"}
     kwargs: dict[str, Any] = {"options": DEFAULT_OPTIONS.replace(**opts)}
     as_of = config.get("as_of")
-    if as_of == "conversation_end":
-        kwargs["as_of"] = conv.last_date
+    if as_of == "conversation_end":  # the last session's last turn (turns are a second apart)
+        kwargs["as_of"] = conv.last_date and conv.last_date + timedelta(seconds=len(conv.turns))
     elif as_of is not None:
         kwargs["as_of"] = as_of
     return kwargs
