@@ -29,7 +29,11 @@
 -- Options: near_dup_threshold (cosine; absent or null: no near-duplicate merging),
 -- correction_threshold (default 0.93), source_order (see memdb.source_strength).
 -- Items are processed in input order, each seeing the ones before it (a repeat of an item
--- of the same call is a duplicate but does not bump it). Race-free: before any
+-- of the same call is a duplicate but does not bump it).
+-- New rows are collected and written together in one INSERT (memdb.insert_pending): the
+-- statement-level history and BM25 triggers then run once per call, not once per row; an item
+-- that must see the table as its predecessors left it (a slot version, a correction, a merge
+-- into a new row of this call) has them written first. Race-free: before any
 -- row is touched, a transaction-level advisory lock is taken on each (tenant, subject,
 -- category) of the batch, in sorted order, so concurrent writers of the same subject and
 -- category queue and the second sees the first's row; the unique dedup index is the last
@@ -62,6 +66,21 @@ DECLARE
     old_ids uuid[];
     why text;
     made uuid[] := '{}';
+    -- new rows not inserted yet (memdb.insert_pending writes them in one statement), and every
+    -- item's outcome, returned in input order at the end
+    pend memdb.memories[] := '{}';
+    pend_key text[] := '{}';   -- each pending row's dedup key (scope and content hash)
+    pend_near text[] := '{}';  -- and its near-duplicate key (scope and category)
+    v_key text;
+    v_near text;
+    fix record;
+    pos integer;
+    o_ord integer[] := '{}';
+    o_id uuid[] := '{}';
+    o_out text[] := '{}';
+    o_rel uuid[] := '{}';
+    o_sim double precision[] := '{}';
+    o_det text[] := '{}';
     bad text;
     chk record;
     c_text_keys constant text[] := ARRAY['tenant', 'subject', 'agent', 'scope', 'project_id',
@@ -163,14 +182,36 @@ BEGIN
         cand.status := coalesce(r.item ->> 'status', 'active');
         target := NULL; how := NULL; sim := NULL; old_ids := NULL; why := NULL;
 
-        -- 1. an exact duplicate in the same scope
-        SELECT m.id INTO target
-        FROM memdb.memories m
-        WHERE m.tenant = cand.tenant AND m.subject = cand.subject AND m.scope = cand.scope
-          AND m.project_id IS NOT DISTINCT FROM cand.project_id
-          AND m.session_id IS NOT DISTINCT FROM cand.session_id
-          AND m.content_hash = cand.content_hash AND m.valid_to IS NULL
-        FOR UPDATE;
+        -- 1. an exact duplicate in the same scope: a new row of this call (not inserted yet),
+        -- else a current row
+        v_near := concat_ws(chr(31), quote_nullable(cand.tenant), quote_nullable(cand.subject),
+                            quote_nullable(cand.scope), quote_nullable(cand.project_id),
+                            quote_nullable(cand.session_id), quote_nullable(cand.category));
+        v_key := concat_ws(chr(31), quote_nullable(cand.tenant), quote_nullable(cand.subject),
+                           quote_nullable(cand.scope), quote_nullable(cand.project_id),
+                           quote_nullable(cand.session_id), quote_nullable(cand.content_hash));
+        pos := array_position(pend_key, v_key);
+        IF pos IS NOT NULL THEN
+            target := pend[pos].id;
+        ELSE
+            SELECT m.id INTO target
+            FROM memdb.memories m
+            WHERE m.tenant = cand.tenant AND m.subject = cand.subject AND m.scope = cand.scope
+              AND m.project_id IS NOT DISTINCT FROM cand.project_id
+              AND m.session_id IS NOT DISTINCT FROM cand.session_id
+              AND m.content_hash = cand.content_hash AND m.valid_to IS NULL
+            FOR UPDATE;
+        END IF;
+        IF target IS NULL AND cand.status = 'active'
+           AND (r.nkey IS NOT NULL OR r.correction_of IS NOT NULL) AND cardinality(pend) > 0 THEN
+            -- a slot version or a correction looks at the subject's rows: write the new ones first
+            FOR fix IN SELECT * FROM memdb.insert_pending(pend, src_order) LOOP
+                pos := array_position(o_id, fix.pending_id);
+                o_out[pos] := 'duplicate';
+                o_id := array_replace(o_id, fix.pending_id, fix.target);
+            END LOOP;
+            pend := '{}'; pend_key := '{}'; pend_near := '{}';
+        END IF;
         IF target IS NOT NULL THEN
             how := 'duplicate';
         ELSIF cand.status = 'active' AND r.nkey IS NOT NULL THEN
@@ -207,24 +248,56 @@ BEGIN
         IF target IS NULL AND old_ids IS NULL AND near_t IS NOT NULL AND r.embedding IS NOT NULL THEN
             -- 4. a near duplicate in the same scope and category
             SELECT c.id, c.sim INTO target, sim
-            FROM (SELECT m.id, m.content, 1 - (m.embedding <=> r.embedding) AS sim
-                  FROM memdb.memories m
-                  WHERE m.tenant = cand.tenant AND m.subject = cand.subject
-                    AND m.scope = cand.scope AND m.project_id IS NOT DISTINCT FROM cand.project_id
-                    AND m.session_id IS NOT DISTINCT FROM cand.session_id
-                    AND m.category = cand.category AND m.valid_to IS NULL
-                    AND (m.expires_at IS NULL OR m.expires_at > now())
-                    AND m.space_id = p_space_id AND m.embedding IS NOT NULL
-                  ORDER BY (m.embedding <=> r.embedding) + 0, m.id  -- "+ 0": exact, not HNSW
+            FROM (SELECT u.* FROM (
+                      (SELECT m.id, m.content, 1 - (m.embedding <=> r.embedding) AS sim
+                       FROM memdb.memories m
+                       WHERE m.tenant = cand.tenant AND m.subject = cand.subject
+                         AND m.scope = cand.scope AND m.project_id IS NOT DISTINCT FROM cand.project_id
+                         AND m.session_id IS NOT DISTINCT FROM cand.session_id
+                         AND m.category = cand.category AND m.valid_to IS NULL
+                         AND (m.expires_at IS NULL OR m.expires_at > now())
+                         AND m.space_id = p_space_id AND m.embedding IS NOT NULL
+                       ORDER BY (m.embedding <=> r.embedding) + 0, m.id  -- "+ 0": exact, not HNSW
+                       LIMIT 5)
+                      UNION ALL  -- and the new rows of this call not inserted yet
+                      SELECT (pend[q.i]).id, (pend[q.i]).content, 1 - ((pend[q.i]).embedding <=> r.embedding)
+                      FROM unnest(pend_near) WITH ORDINALITY AS q(near, i)
+                      WHERE q.near = v_near
+                        AND ((pend[q.i]).expires_at IS NULL OR (pend[q.i]).expires_at > now())
+                        AND (pend[q.i]).space_id = p_space_id AND (pend[q.i]).embedding IS NOT NULL) u
+                  ORDER BY u.sim DESC, u.id
                   LIMIT 5) c
             WHERE c.sim >= near_t AND memdb.same_words(c.content, cand.content)
             ORDER BY c.sim DESC, c.id
             LIMIT 1;
             IF target IS NOT NULL THEN
                 how := 'merged';
+                IF target = ANY (made) AND cardinality(pend) > 0 THEN
+                    -- merging into a new row of this call: write the new rows first
+                    FOR fix IN SELECT * FROM memdb.insert_pending(pend, src_order) LOOP
+                        pos := array_position(o_id, fix.pending_id);
+                        o_out[pos] := 'duplicate';
+                        o_id := array_replace(o_id, fix.pending_id, fix.target);
+                        IF target = fix.pending_id THEN
+                            target := fix.target;
+                        END IF;
+                    END LOOP;
+                    pend := '{}'; pend_key := '{}'; pend_near := '{}';
+                END IF;
             END IF;
         END IF;
 
+        IF target IS NULL AND old_ids IS NULL THEN
+            -- a new row: written with the call's other new rows, in one statement
+            pend := pend || cand;
+            pend_key := pend_key || v_key;
+            pend_near := pend_near || v_near;
+            made := made || cand.id;
+            o_ord := o_ord || r.ord; o_id := o_id || cand.id;
+            o_out := o_out || CASE WHEN cand.status = 'hypothesis' THEN 'hypothesis' ELSE 'created' END;
+            o_rel := o_rel || NULL::uuid; o_sim := o_sim || NULL::double precision; o_det := o_det || NULL::text;
+            CONTINUE;
+        END IF;
         IF target IS NULL THEN
             INSERT INTO memdb.memories AS m (
                 id, tenant, subject, agent, scope, project_id, session_id, kind, category, uri,
@@ -256,7 +329,8 @@ BEGIN
                     related_id := NULL; similarity := NULL; detail := NULL;
                 END IF;
                 made := made || cand.id;
-                RETURN NEXT;
+                o_ord := o_ord || ord; o_id := o_id || id; o_out := o_out || outcome;
+                o_rel := o_rel || related_id; o_sim := o_sim || similarity; o_det := o_det || detail;
                 CONTINUE;
             END IF;
             -- a concurrent writer (outside this subject and category's lock) got there first
@@ -274,7 +348,8 @@ BEGIN
         IF how = 'duplicate' AND target = ANY (made) THEN
             ord := r.ord; id := target; outcome := how; related_id := NULL; similarity := NULL;
             detail := NULL;
-            RETURN NEXT;
+            o_ord := o_ord || ord; o_id := o_id || id; o_out := o_out || outcome;
+            o_rel := o_rel || related_id; o_sim := o_sim || similarity; o_det := o_det || detail;
             CONTINUE;
         END IF;
         IF how = 'merged' THEN
@@ -295,7 +370,17 @@ BEGIN
         END IF;
         ord := r.ord; id := target; outcome := how; related_id := CASE WHEN how = 'merged' THEN target END;
         similarity := sim; detail := why;
-        RETURN NEXT;
+        o_ord := o_ord || ord; o_id := o_id || id; o_out := o_out || outcome;
+        o_rel := o_rel || related_id; o_sim := o_sim || similarity; o_det := o_det || detail;
     END LOOP;
+    FOR fix IN SELECT * FROM memdb.insert_pending(pend, src_order) LOOP
+        pos := array_position(o_id, fix.pending_id);
+        o_out[pos] := 'duplicate';
+        o_id := array_replace(o_id, fix.pending_id, fix.target);
+    END LOOP;
+    RETURN QUERY
+    SELECT x.ord, x.id, x.outcome, x.rel, x.sim, x.det
+    FROM unnest(o_ord, o_id, o_out, o_rel, o_sim, o_det) AS x(ord, id, outcome, rel, sim, det)
+    ORDER BY x.ord;
 END
 $$;

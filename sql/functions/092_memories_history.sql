@@ -21,7 +21,7 @@ AS $$
 DECLARE
     v_actor text := coalesce(nullif(current_setting('memdb.actor', true), ''), session_user);
     v_reason text := nullif(current_setting('memdb.reason', true), '');
-    v_target text := memdb.colocated_table(TG_TABLE_NAME, 'memory_history');
+    v_target text;
     v_new text := CASE WHEN TG_TABLE_NAME = 'memories' THEN 'n' ELSE 'ROW(n.*)::memdb.memories' END;
     v_old text := CASE WHEN TG_TABLE_NAME = 'memories' THEN 'o' ELSE 'ROW(o.*)::memdb.memories' END;
     -- the id column and its value: the identity default on plain PostgreSQL, the sequence on a shard
@@ -29,6 +29,30 @@ DECLARE
     v_next text := CASE WHEN TG_TABLE_NAME = 'memories' THEN ''
                         ELSE 'nextval(''memdb.memory_history_id_seq''), ' END;
 BEGIN
+    IF TG_TABLE_NAME = 'memories' THEN
+        -- plain PostgreSQL (or a Citus coordinator's own table): static statements, planned
+        -- once per session, not once per write
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO memdb.memory_history (memory_id, tenant, subject, op, before, after, actor, reason)
+            SELECT n.id, n.tenant, n.subject, 'insert', NULL, memdb.history_row(n), v_actor, v_reason
+            FROM new_rows n;
+        ELSIF TG_OP = 'UPDATE' THEN
+            INSERT INTO memdb.memory_history (memory_id, tenant, subject, op, before, after, actor, reason)
+            SELECT n.id, n.tenant, n.subject,
+                   CASE WHEN o.valid_to IS NULL AND n.valid_to IS NOT NULL THEN 'supersede' ELSE 'update' END,
+                   memdb.history_row(o), memdb.history_row(n), v_actor,
+                   coalesce(v_reason, CASE WHEN n.access_count > o.access_count THEN 'duplicate write' END)
+            FROM new_rows n JOIN old_rows o ON o.id = n.id
+            WHERE n.version <> o.version OR n.valid_to IS DISTINCT FROM o.valid_to;
+        ELSE
+            INSERT INTO memdb.memory_history (memory_id, tenant, subject, op, before, after, actor, reason)
+            SELECT o.id, o.tenant, o.subject, 'delete', memdb.history_row(o), NULL, v_actor, v_reason
+            FROM old_rows o;
+        END IF;
+        RETURN NULL;
+    END IF;
+    -- a Citus worker's shard: the co-located shard of memory_history, named at run time
+    v_target := memdb.colocated_table(TG_TABLE_NAME, 'memory_history');
     IF TG_OP = 'INSERT' THEN
         EXECUTE format($q$
             INSERT INTO %s (%smemory_id, tenant, subject, op, before, after, actor, reason)
