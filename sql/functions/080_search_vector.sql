@@ -8,7 +8,8 @@
 -- restrictive filter still returns k rows:
 --   * when at most p_exact_limit memories pass the filter (without a filter: the tenant's
 --     memory count kept for BM25, memdb.bm25_doc_count, an upper bound): an exact scan of just those rows
---     (found through the scope indexes) - the true top k;
+--     (found through the scope indexes) - the true top k; with a filter, one pass both counts
+--     the rows (up to p_exact_limit + 1) and ranks them;
 --   * otherwise the space's HNSW index with pgvector's iterative scan (relaxed order,
 --     ef_search 100), re-sorted by exact distance.
 -- A query of other dimensions raises MD001.
@@ -26,6 +27,9 @@ DECLARE
     s memdb.embedding_spaces;
     v_filter jsonb := coalesce(p_filter, '{}'::jsonb);
     v_n bigint;
+    v_where text;
+    v_ids uuid[];
+    v_dist double precision[];
 BEGIN
     IF p_query IS NULL THEN
         RAISE EXCEPTION 'query vector must not be NULL' USING ERRCODE = 'invalid_parameter_value';
@@ -34,6 +38,8 @@ BEGIN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM memdb.check_filter(v_filter);
+    -- the filter as a plain predicate where it is one (cheap to plan), else memdb.matches
+    v_where := memdb.filter_predicate(v_filter);
     IF p_space_id IS NULL THEN
         SELECT * INTO s FROM memdb.embedding_spaces es WHERE es.dims = vector_dims(p_query) ORDER BY es.id LIMIT 1;
         IF NOT FOUND THEN
@@ -53,35 +59,51 @@ BEGIN
     -- the space from above, so a small tenant still gets the exact scan without counting rows
     IF v_filter = '{}'::jsonb THEN
         v_n := memdb.bm25_doc_count(p_tenant);
-    ELSE
-    EXECUTE format($q$
-        SELECT count(*) FROM (
-            SELECT 1 FROM memdb.memories m
-            WHERE m.tenant = $1 AND m.space_id = %s AND memdb.matches(m, $2)
-            LIMIT $3) x
-    $q$, s.id) INTO v_n USING p_tenant, v_filter, coalesce(p_exact_limit, 0) + 1;
-    END IF;
-    IF v_n <= coalesce(p_exact_limit, 0) THEN
-        -- exact: the distance expression does not match the HNSW index expression
-        RETURN QUERY EXECUTE format($q$
-            SELECT m.id, (m.embedding <=> $1)::double precision AS distance,
-                   (1 - (m.embedding <=> $1))::double precision AS score
-            FROM memdb.memories m
-            WHERE m.tenant = $2 AND m.space_id = %s AND memdb.matches(m, $3)
-            ORDER BY m.embedding <=> $1, m.id
-            LIMIT $4
-        $q$, s.id) USING p_query, p_tenant, v_filter, p_k;
-    ELSE
-        RETURN QUERY EXECUTE format($q$
-            WITH nearest AS MATERIALIZED (
-                SELECT m.id, (m.embedding::vector(%1$s) <=> $1)::double precision AS distance
+        IF v_n <= coalesce(p_exact_limit, 0) THEN
+            -- exact: the distance expression does not match the HNSW index expression
+            RETURN QUERY EXECUTE format($q$
+                SELECT m.id, (m.embedding <=> $1)::double precision AS distance,
+                       (1 - (m.embedding <=> $1))::double precision AS score
                 FROM memdb.memories m
-                WHERE m.tenant = $2 AND m.space_id = %2$s AND memdb.matches(m, $3)
-                ORDER BY m.embedding::vector(%1$s) <=> $1
+                WHERE m.tenant = $2 AND m.space_id = %s AND %s
+                ORDER BY m.embedding <=> $1, m.id
                 LIMIT $4
-            )
-            SELECT n.id, n.distance, 1 - n.distance FROM nearest n ORDER BY n.distance, n.id
-        $q$, s.dims, s.id) USING p_query, p_tenant, v_filter, p_k;
+            $q$, s.id, coalesce(v_where, 'memdb.matches(m, $3)')) USING p_query, p_tenant, v_filter, p_k;
+            RETURN;
+        END IF;
+    ELSE
+        -- a filter: one pass over (at most p_exact_limit + 1 of) the rows passing it counts them
+        -- and ranks them exactly; the ranking is kept when they are few enough
+        EXECUTE format($q$
+            SELECT array_agg(t.id ORDER BY t.distance, t.id), array_agg(t.distance ORDER BY t.distance, t.id),
+                   max(t.n)
+            FROM (SELECT f.id, f.distance, count(*) OVER () AS n
+                  FROM (SELECT m.id, (m.embedding <=> $1)::double precision AS distance
+                        FROM memdb.memories m
+                        WHERE m.tenant = $2 AND m.space_id = %s AND %s
+                        LIMIT $5) f
+                  ORDER BY f.distance, f.id
+                  LIMIT $4) t
+        $q$, s.id, coalesce(v_where, 'memdb.matches(m, $3)'))
+        INTO v_ids, v_dist, v_n USING p_query, p_tenant, v_filter, p_k, coalesce(p_exact_limit, 0) + 1;
+        v_n := coalesce(v_n, 0);
+        IF v_n <= coalesce(p_exact_limit, 0) THEN
+            RETURN QUERY SELECT x.id, x.distance, 1 - x.distance
+                         FROM unnest(v_ids, v_dist) AS x(id, distance)
+                         ORDER BY x.distance, x.id;
+            RETURN;
+        END IF;
     END IF;
+    -- too many rows for an exact scan: the space's HNSW index
+    RETURN QUERY EXECUTE format($q$
+        WITH nearest AS MATERIALIZED (
+            SELECT m.id, (m.embedding::vector(%1$s) <=> $1)::double precision AS distance
+            FROM memdb.memories m
+            WHERE m.tenant = $2 AND m.space_id = %2$s AND %3$s
+            ORDER BY m.embedding::vector(%1$s) <=> $1
+            LIMIT $4
+        )
+        SELECT n.id, n.distance, 1 - n.distance FROM nearest n ORDER BY n.distance, n.id
+    $q$, s.dims, s.id, coalesce(v_where, 'memdb.matches(m, $3)')) USING p_query, p_tenant, v_filter, p_k;
 END
 $$;

@@ -41,6 +41,7 @@ DECLARE
     -- candidate budget: without a narrowing scope filter, candidates come from the rarest terms
     -- whose document frequencies add up to at most 60 * k (3000 for search_hybrid's depth 50)
     v_budget double precision;
+    v_cand_df double precision;  -- how many documents hold a candidate term (tenant-wide)
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -68,8 +69,12 @@ BEGIN
            array_agg(q.term ORDER BY q.term)
                FILTER (WHERE v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
                              OR (q.df <= p_candidate_df_ratio * v_n
+                                 AND (q.cum_df <= v_budget OR q.rarity = 1))),
+           sum(q.df)
+               FILTER (WHERE v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
+                             OR (q.df <= p_candidate_df_ratio * v_n
                                  AND (q.cum_df <= v_budget OR q.rarity = 1)))
-      INTO v_terms, v_idf, v_cand
+      INTO v_terms, v_idf, v_cand, v_cand_df
       FROM (SELECT d.term, d.df,
                    sum(d.df) OVER (ORDER BY d.df, d.term) AS cum_df,
                    row_number() OVER (ORDER BY d.df, d.term) AS rarity
@@ -80,7 +85,10 @@ BEGIN
     IF v_terms IS NULL THEN
         RETURN;
     END IF;
-    RETURN QUERY EXECUTE $q$
+    -- A subject-scoped search whose candidate terms are common (their documents, tenant-wide,
+    -- outnumber what a subject holds) reads the subject's rows through the scope index and
+    -- tests each tsvector, instead of intersecting the GIN index's tenant-wide matches with them.
+    RETURN QUERY EXECUTE format($q$
         SELECT m.id, s.score
         FROM memdb.memories m
         CROSS JOIN LATERAL (
@@ -89,10 +97,11 @@ BEGIN
                           FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) t
                  JOIN unnest($4::text[], $5::double precision[]) AS w(term, idf) ON w.term = t.lexeme
         ) s
-        WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
+        WHERE m.tenant = $1 AND %s @@ $3 AND %s
         ORDER BY s.score DESC, m.id
         LIMIT $9
-    $q$
+    $q$, CASE WHEN p_filter ? 'subject' AND v_cand_df > 2000 THEN 'coalesce(m.tsv, '''')' ELSE 'm.tsv' END,
+         coalesce(memdb.filter_predicate(p_filter), 'memdb.matches(m, $2)'))  -- cheap to plan
     USING p_tenant, coalesce(p_filter, '{}'::jsonb), memdb.terms_tsquery(coalesce(v_cand, v_terms)),
           v_terms, v_idf, p_k1, p_b, v_avgdl, p_k;
 END

@@ -29,13 +29,13 @@ BEGIN
            AND q ~ '[[:alnum:]\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]') THEN
         RETURN;
     END IF;
-    RETURN QUERY EXECUTE $q$
+    RETURN QUERY EXECUTE format($q$
         SELECT m.id, (length($3)::double precision / greatest(length(m.content), 1)) AS score
         FROM memdb.memories m
-        WHERE m.tenant = $1 AND lower(m.content) LIKE $4 AND memdb.matches(m, $2)
+        WHERE m.tenant = $1 AND lower(m.content) LIKE $4 AND %s
         ORDER BY score DESC, m.id
         LIMIT $5
-    $q$
+    $q$, coalesce(memdb.filter_predicate(p_filter), 'memdb.matches(m, $2)'))  -- cheap to plan
     USING p_tenant, coalesce(p_filter, '{}'::jsonb), q,
           '%' || replace(replace(replace(q, '\', '\\'), '%', '\%'), '_', '\_') || '%', p_k;
 END
