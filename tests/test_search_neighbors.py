@@ -202,3 +202,14 @@ def test_the_cli_switches_neighbours_on(store: MemoryStore, fresh_db, monkeypatc
     assert "brought by neighbour expansion: 2" in text.stdout
     bad = run(fresh_db, "search", "火锅", "--neighbors", "11")
     assert bad.exit_code == 1 and "neighbors" in bad.stderr
+
+
+def test_recall_takes_the_option_too(store: MemoryStore):
+    turns = session(store, "amy", "s1", ENGLISH)
+    plain = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
+                                                options=SearchOptions(routes=("bm25",)))}
+    assert plain == {turns[2]}
+    near = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
+                                               options=SearchOptions(routes=("bm25",),
+                                                                     neighbors=1))}
+    assert near == {turns[1], turns[2], turns[3]}

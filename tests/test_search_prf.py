@@ -176,3 +176,15 @@ def test_the_cli_switches_prf_on(store: MemoryStore, fresh_db, monkeypatch, tmp_
     assert "BM25 query after feedback:" in text.stdout and case["term"] in text.stdout
     bad = run(fresh_db, *args, "--prf-weight", "2")
     assert bad.exit_code == 1 and "prf_weight" in bad.stderr
+
+
+def test_recall_takes_the_option_too(store: MemoryStore):
+    case = CASES["english"]
+    _, target = setup(store, case)
+    plain = {h.memory.id for h in store.recall(case["query"], k=10, subject="amy",
+                                                options=SearchOptions(routes=("bm25",)))}
+    assert target not in plain
+    expanded = {h.memory.id for h in store.recall(case["query"], k=10, subject="amy",
+                                                   options=SearchOptions(routes=("bm25",),
+                                                                         prf=10))}
+    assert target in expanded
