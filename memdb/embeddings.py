@@ -261,8 +261,13 @@ class LocalEmbedder:
     def _embed(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dims), dtype=np.float32)
-        with self._engine() as model:  # the tokenizer is the engine's
-            texts = [self._cut(model, t, is_query) for t in texts]
+        if self._pid != os.getpid():
+            self._forked()
+        if any(len(t) * 4 + 16 > self.max_tokens for t in texts):  # may need cutting
+            with self._engine() as model:  # the tokenizer is the engine's
+                texts = [self._cut(model, t, is_query) for t in texts]
+        else:  # (a cached query then never waits for an engine busy with a batch)
+            texts = list(texts)
         if is_query:
             return self.query_cache.embed(
                 ("local", self.model, self.dims), texts,

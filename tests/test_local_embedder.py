@@ -228,3 +228,16 @@ _FORKED: LocalEmbedder | None = None
 
 def _embed_in_child(texts):
     return _FORKED.embed_passages(texts)
+
+
+def test_a_cached_query_does_not_wait_for_a_busy_engine():
+    embedder = LocalEmbedder(workers=1, query_cache=4)
+    first = embedder.embed_queries(["谁对花生过敏"])
+    got = []
+    with embedder._engine():  # the only engine, busy (as with a long batch elsewhere)
+        reader = threading.Thread(
+            target=lambda: got.append(embedder.embed_queries(["谁对花生过敏"])))
+        reader.start()
+        reader.join(timeout=30)
+        assert not reader.is_alive(), "the cached query waited for the engine"
+    assert np.array_equal(got[0], first)
