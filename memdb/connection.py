@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import threading
 from collections.abc import Iterator
 
@@ -79,6 +80,14 @@ def _configure(conn: psycopg.Connection) -> None:
     else:  # a database memdb never migrated: its vectors raise NotMigrated, not "cannot adapt"
         refuse_vectors(getattr(conn, "_conn", conn))
     conn.commit()
+
+
+def _has_input(conn: psycopg.Connection) -> bool:
+    """Whether an idle connection's socket is readable (or unusable) without waiting."""
+    try:
+        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
 
 
 def on_citus(conn: psycopg.Connection) -> bool:
@@ -264,16 +273,19 @@ class Database:
     def _connection(self) -> Iterator[psycopg.Connection]:
         """A pooled connection known to be alive, returned to the pool afterwards.
 
-        Each connection is probed (an empty query) before use; a dead one (its backend was
-        terminated or restarted while it sat in the pool) is discarded and the next one tried
-        at once. (psycopg_pool's own ``check=`` backs off 1, 2, 4... seconds between dead
-        connections: seven seconds for a pool of four killed at once.)
+        A connection whose socket has something to read while it sat idle in the pool (a
+        terminated backend's FATAL message, the end of the stream of a server that went away)
+        is probed (an empty query) before use - one round trip only then, not on every call; a
+        dead one is discarded and the next one tried at once. (psycopg_pool's own ``check=``
+        backs off 1, 2, 4... seconds between dead connections: seven seconds for a pool of four
+        killed at once.)
         """
         pool = self.pool
         for attempt in range(self._max_size + 1):
             conn = pool.getconn()
             try:
-                type(pool).check_connection(conn)
+                if _has_input(conn):
+                    type(pool).check_connection(conn)
             except psycopg.OperationalError:
                 pool.putconn(conn)  # broken: the pool discards it and opens a replacement
                 if attempt == self._max_size:
