@@ -332,7 +332,13 @@ def _hnsw_ddl(space_id: int) -> str:
 
 
 def load(
-    store: MemoryStore, docs: list[Doc], seed: int, chunk: int, batch: int, hnsw_after: bool = False
+    store: MemoryStore,
+    docs: list[Doc],
+    seed: int,
+    chunk: int,
+    batch: int,
+    hnsw_after: bool = False,
+    maintenance_work_mem: str = "1GB",
 ) -> dict:
     """Load docs through add_many, chunk rows per call. With hnsw_after, the space's HNSW index
     is dropped first and rebuilt in one CREATE INDEX after the load (a bulk-import pattern);
@@ -375,9 +381,12 @@ def load(
     if hnsw_after:
         t0 = time.perf_counter()
         with psycopg.connect(store.db.dsn, autocommit=True) as conn:
-            conn.execute("SET maintenance_work_mem = '1GB'")
+            conn.execute(
+                sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem))
+            )
             conn.execute(_hnsw_ddl(space_id))
         out["hnsw_build_seconds"] = round(time.perf_counter() - t0, 2)
+        out["hnsw_maintenance_work_mem"] = maintenance_work_mem
         out["seconds_with_index"] = round(seconds + out["hnsw_build_seconds"], 2)
         log(f"HNSW index built in {out['hnsw_build_seconds']} s")
     return out
@@ -952,7 +961,13 @@ def run(args: argparse.Namespace) -> dict:
             with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
                 log(f"loading {args.n} memories over {args.subjects} subjects into {name}")
                 result["load"] = load(
-                    store, docs, args.seed, args.chunk, args.batch, args.hnsw_after_load
+                    store,
+                    docs,
+                    args.seed,
+                    args.chunk,
+                    args.batch,
+                    args.hnsw_after_load,
+                    args.maintenance_work_mem,
                 )
             result["load"]["vacuum_analyze_seconds"] = vacuum_analyze(db)
             log(
@@ -1011,6 +1026,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="drop the space's HNSW index before loading and build it once afterwards "
         "(bulk import; default: every insert maintains it)",
+    )
+    parser.add_argument(
+        "--maintenance-work-mem",
+        default="1GB",
+        help="maintenance_work_mem for the --hnsw-after-load build (default 1GB; 1M memories "
+        "of 384 dimensions need about 3GB for the graph to fit)",
     )
     parser.add_argument("--only", help="comma-separated scenarios to time (default all)")
     parser.add_argument("--no-plans", action="store_true", help="skip the EXPLAIN section")
