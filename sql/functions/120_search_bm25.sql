@@ -14,7 +14,9 @@
 -- terms are further limited, rarest first, to those whose document frequencies add up to at
 -- most 60 * k (at least one term): tenant-wide searches over 100,000 memories stay fast, at the
 -- price of rarely missing a document that holds only common query terms (top-10 overlap with
--- the unpruned ranking 0.98 in benchmarks/search_latency.py). Scoped searches stay exact.
+-- the unpruned ranking 0.98 in benchmarks/search_latency.py). Scoped searches stay exact; a
+-- subject-scoped one whose candidate terms are held by more than 2,000 documents tenant-wide
+-- tests the subject's rows (scope index) instead of reading those matches from the GIN index.
 -- A query of only stop words or punctuation returns no rows.
 -- SECURITY DEFINER, so the GIN index serves tenant-wide searches (row-level security would rule
 -- it out); the caller's tenant and subject isolation is applied by memdb.confine().
