@@ -123,6 +123,9 @@ def test_grid_settings_hold_today_default_and_textbook() -> None:
     settings, default, on = grid_settings({"b": [0.3, 0.75]}, {"mmr": mech})
     assert on == {"mmr": ["b=0.3 +mmr", "b=0.75 +mmr"]}
     assert settings["b=0.75 +mmr"] == {"b": 0.75, "mmr": 0.7}
+    # the mechanisms of issue 19 are search options, switched the same way
+    assert parse_mechanism("neighbors") == ("neighbors", {"on": {"neighbors": True}, "off": {}})
+    assert parse_mechanism("prf=5")[1]["on"] == {"prf": 5}
     with pytest.raises(ValueError, match="no search option 'nope'"):
         parse_mechanism("nope")
     with pytest.raises(ValueError, match="must be JSON"):
