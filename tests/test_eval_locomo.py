@@ -178,6 +178,8 @@ def test_result_layout(result: dict, tiny_path: str) -> None:
     assert result["meta"]["no_evidence_questions"] == 1
     assert result["meta"]["unknown_evidence_ids"] == ["conv-zh/D30:5"]  # counted as a miss
     assert result["meta"]["timings"]["embed_ms_per_question"] > 0
+    # single queries are really embedded (timed before the batch fills the query cache)
+    assert result["meta"]["timings"]["embed_single_query_p50_ms"] > 0.5
 
 
 def test_obvious_questions_are_found_by_the_hybrid(result: dict) -> None:
