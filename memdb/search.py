@@ -35,6 +35,10 @@ class SearchOptions:
     prf: pseudo-relevance feedback (True = 10; off by default): the BM25 route runs the query
     expanded with prf_terms terms (default 10) of the first pass's top ``prf`` memories, the
     original terms weighted prf_weight (default 0.5) - see memdb.prf_terms.
+    decompose: query decomposition (off by default): a question joining two facts is split
+    into up to 3 sub-queries (memdb.decompose.split_query); the original and the sub-queries
+    are searched and fused by weighted RRF in one SQL call (memdb.search_fused). Query
+    planning, not a SQL option: it is not part of to_json().
     """
 
     routes: tuple[str, ...] | None = None
@@ -56,6 +60,7 @@ class SearchOptions:
     prf: int | bool | None = None
     prf_terms: int | None = None
     prf_weight: float | None = None
+    decompose: bool | None = None
 
     def replace(self, **changes: Any) -> SearchOptions:
         """These options with the non-None ``changes`` laid over them; ``weights`` are merged
@@ -112,6 +117,8 @@ class SearchOptions:
                 if not isinstance(value, int):
                     raise InvalidInput(f"{name} must be an integer or a boolean")
                 out[name] = value
+        if self.decompose is not None and not isinstance(self.decompose, bool):
+            raise InvalidInput("decompose must be a boolean")
         return out
 
 

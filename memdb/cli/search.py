@@ -42,6 +42,9 @@ from ._shared import filter_args, filter_options, pairs
                        "help": "How many expansion terms (default 10)."}),
     (["--prf-weight"], {"type": float, "metavar": "ALPHA",
                         "help": "Weight of the original query terms (0-1, default 0.5)."}),
+    (["--decompose"], {"is_flag": True, "default": None,
+                       "help": "Split a question joining two facts into sub-queries and fuse "
+                               "their searches (off by default)."}),
     (["--explain", "--sql", "explain"], {"is_flag": True,
                                          "help": "Also show the SQL, its parameters and timings."}),
 )
@@ -49,7 +52,8 @@ from ._shared import filter_args, filter_options, pairs
 def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
            weights: tuple[str, ...], mmr: float | None, decay: tuple[str, ...], explain: bool,
            neighbors: int | None, neighbor_weight: float | None, prf: int | None,
-           prf_terms: int | None, prf_weight: float | None, **filters: Any) -> None:
+           prf_terms: int | None, prf_weight: float | None, decompose: bool | None,
+           **filters: Any) -> None:
     """Find the memories that best match QUERY, best first.
 
     Hybrid search: vector, BM25 and exact-match routes fused by weighted RRF in SQL.
@@ -59,7 +63,8 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
                            decay=pairs(decay, "--decay"), explain=explain,
                            options=SearchOptions(
                                neighbors=neighbors, neighbor_weight=neighbor_weight, prf=prf,
-                               prf_terms=prf_terms, prf_weight=prf_weight),
+                               prf_terms=prf_terms, prf_weight=prf_weight,
+                               decompose=decompose),
                            **filter_args(filters))
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits],
@@ -71,6 +76,8 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
         click.echo("no memories match", err=True)
     if explain and getattr(hits, "explain", None):
         info = hits.explain
+        if "subqueries" in info:
+            click.echo("\n-- sub-queries: " + " | ".join(info["subqueries"]))
         click.echo(f"\n-- embed {info['embed_ms']} ms, database {info['db_ms']} ms, "
                    f"hits per route {json.dumps(info['routes'])}")
         click.echo(f"-- params {json.dumps(info['params'], ensure_ascii=False, default=str)}")
