@@ -49,11 +49,14 @@ def eval_() -> None:
 @click.option("--mechanism", "mechanisms", multiple=True, metavar="NAME[=JSON]",
               help="With --folds: also try every grid point with search option NAME on "
                    "(value JSON, default true) and give its keep/drop verdict. Repeatable.")
+@click.option("--no-vector-cache", is_flag=True,
+              help="Embed every turn again (default: reuse the turns' vectors of earlier runs, "
+                   "kept under $MEMDB_EVAL_CACHE, default ~/.cache/memdb/eval-vectors).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.pass_obj
 def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
            limit: int | None, folds: int | None, grid_file: str | None,
-           mechanisms: tuple[str, ...], quiet: bool) -> None:
+           mechanisms: tuple[str, ...], no_vector_cache: bool, quiet: bool) -> None:
     """Evaluate retrieval on a LoCoMo-format file (one memory per dialog turn).
 
     Prints recall@K and MRR for the routes vector, bm25, hybrid, hybrid_mmr and hybrid_decay,
@@ -64,12 +67,14 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
     from ..evaluation import format_table, run_locomo
 
     if folds is not None or grid_file or mechanisms:
-        _locomo_cv(state, path, out, no_context, limit, folds, grid_file, mechanisms, quiet)
+        _locomo_cv(state, path, out, no_context, limit, folds, grid_file, mechanisms,
+                   not no_vector_cache, quiet)
         return
     try:
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
         result = run_locomo(path, dsn=state.dsn, ks=cutoffs, progress=not quiet,
-                            limit_conversations=limit, search_context=not no_context)
+                            limit_conversations=limit, search_context=not no_context,
+                            vector_cache=not no_vector_cache)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
     emit_report(result, out, format_table)
@@ -77,7 +82,7 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
 
 def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit: int | None,
                folds: int | None, grid_file: str | None, mechanisms: tuple[str, ...],
-               quiet: bool) -> None:
+               vector_cache: bool, quiet: bool) -> None:
     from ..evaluation.crossval import format_cv_table, parse_mechanism, run_locomo_cv
 
     if folds is None:
@@ -92,7 +97,8 @@ def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit
                 raise ValueError("--grid must be a JSON object of axis -> list of values")
         mechs = dict(parse_mechanism(spec) for spec in mechanisms)
         result = run_locomo_cv(path, folds=folds, dsn=state.dsn, grid=grid, mechanisms=mechs,
-                               progress=not quiet, search_context=not no_context)
+                               progress=not quiet, search_context=not no_context,
+                               vector_cache=vector_cache)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
     emit_report(result, out, format_cv_table)

@@ -265,7 +265,7 @@ def run_locomo_cv(path: str | os.PathLike[str], *, folds: int = 5, dsn: str | No
                   grid: Mapping[str, Sequence[Any]] | None = None,
                   mechanisms: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
                   progress: bool = True, search_context: bool = True,
-                  embedder: Embedder | None = None) -> dict[str, Any]:
+                  embedder: Embedder | None = None, vector_cache: bool = False) -> dict[str, Any]:
     """Cross-validate search settings on a LoCoMo-format file; see the module docstring.
 
     ``grid``: axis -> values (default :data:`DEFAULT_GRID`; ``{}`` = only the default).
@@ -277,7 +277,7 @@ def run_locomo_cv(path: str | os.PathLike[str], *, folds: int = 5, dsn: str | No
     settings, default, on_names = grid_settings(grid, mechanisms)
     embedder = embedder or embedder_from_env()
     run = collect(convs, dsn=dsn, ks=check_ks((5, 10)), configs=settings, progress=progress,
-                  search_context=search_context, embedder=embedder)
+                  search_context=search_context, embedder=embedder, vector_cache=vector_cache)
     conversation_of = [c for c, _ in run.questions]
     base = [n for n in settings if not any(n in v for v in on_names.values())]
     cv = cross_validate(conversation_of, run.results, folds=folds, default=default, base=base,
@@ -292,7 +292,8 @@ def run_locomo_cv(path: str | os.PathLike[str], *, folds: int = 5, dsn: str | No
                  "grid": dict(DEFAULT_GRID if grid is None else grid),
                  "mechanisms": dict(mechanisms or {}),
                  "configs": {name: describe(cfg) for name, cfg in settings.items()},
-                 "timings": {k: round(v, 3) for k, v in run.timings.items()}},
+                 "timings": {k: round(v, 3) for k, v in run.timings.items()},
+                 "vector_cache": run.vector_cache},
     }
 
 

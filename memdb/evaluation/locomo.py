@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +28,7 @@ from ..store import MemoryInput, MemoryStore
 from ._locomo_data import Conversation, Question, Turn, load_locomo
 from ._metrics import QuestionResult, format_table, percentile, score_question, summarize
 from ._scratch import scratch_database
+from ._vector_cache import PassageVectorCache, embed_passages_cached
 
 __all__ = ["run_locomo", "format_table", "load_locomo", "DEFAULT_CONFIGS", "memory_inputs"]
 
@@ -119,13 +120,17 @@ class Collected:
     turns: int
     unknown_evidence_ids: list[str]
     timings: dict[str, float]
+    vector_cache: dict[str, Any] = field(default_factory=dict)  # used, hits, misses, path
 
 
 def collect(convs: Sequence[Conversation], *, dsn: str | None,
             ks: Sequence[int], configs: Mapping[str, Mapping[str, Any]], progress: bool = True,
-            search_context: bool = True, embedder: Embedder | None = None) -> Collected:
+            search_context: bool = True, embedder: Embedder | None = None,
+            vector_cache: bool = False) -> Collected:
     """Store ``convs`` once in a scratch database (each turn embedded once) and run every
-    question once per configuration; per-question results, for any summary or fold split."""
+    question once per configuration; per-question results, for any summary or fold split.
+    ``vector_cache``: take the turns' vectors from (and add them to) the on-disk
+    :class:`~memdb.evaluation._vector_cache.PassageVectorCache`."""
     started = time.perf_counter()
     show = _Progress(progress)
     for config in configs.values():  # bad settings fail before any work
@@ -139,14 +144,16 @@ def collect(convs: Sequence[Conversation], *, dsn: str | None,
     # model), then every question in one batch
     inputs = [(conv, memory_inputs(conv, search_context)) for conv in convs]
     flat = [item for _, items in inputs for item in items]
-    by_length = sorted(flat, key=lambda i: len(i.embedding_text()))
     t0 = time.perf_counter()
-    for start in range(0, len(by_length), 64):
-        batch = by_length[start:start + 64]
-        for item, vec in zip(batch, embedder.embed_passages([i.embedding_text() for i in batch]),
-                             strict=True):
-            item.embedding = vec
-        show("embedding turns", start + len(batch), len(flat), t0)
+    cache = PassageVectorCache(embedder) if vector_cache else None
+    passage_vectors, cache_stats = embed_passages_cached(
+        embedder, [i.embedding_text() for i in flat], cache,
+        lambda done, total, t: show("embedding turns", done, total, t))
+    for item, vec in zip(flat, passage_vectors, strict=True):
+        item.embedding = vec
+    if progress and cache is not None:
+        print(f"[locomo] vector cache {cache.path}: {cache_stats['hits']} turns cached, "
+              f"{cache_stats['misses']} embedded", file=sys.stderr, flush=True)
     timings["embed_turns_s"] = time.perf_counter() - t0
     single = []  # one query at a time, before the batch (afterwards the query cache answers)
     for _, q in questions[:20]:
@@ -194,7 +201,7 @@ def collect(convs: Sequence[Conversation], *, dsn: str | None,
         memories=len(dia_ids), turns=len(flat),
         unknown_evidence_ids=sorted({f"{c.sample_id}/{e}" for c, q in questions
                                      for e in q.evidence if (c.sample_id, e) not in known}),
-        timings=timings)
+        timings=timings, vector_cache=cache_stats)
 
 
 def check_ks(ks: Sequence[int]) -> list[int]:
@@ -209,7 +216,7 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
                ks: Sequence[int] = (5, 10, 25, 50),
                configs: Mapping[str, Mapping[str, Any]] | None = None, progress: bool = True,
                limit_conversations: int | None = None, search_context: bool = True,
-               embedder: Embedder | None = None) -> dict[str, Any]:
+               embedder: Embedder | None = None, vector_cache: bool = False) -> dict[str, Any]:
     """Evaluate retrieval on a LoCoMo-format file; see the module docstring.
 
     ``dsn``: any database on the server to use (default ``$MEMDB_DSN``, else the embedded
@@ -217,13 +224,15 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
     the end, also on SIGTERM (see :mod:`memdb.evaluation._scratch`). ``configs``: name ->
     search settings (default :data:`DEFAULT_CONFIGS`).
     ``search_context``: index each turn with the session date and the previous turn.
+    ``vector_cache``: reuse the turns' vectors of earlier runs (see
+    :mod:`memdb.evaluation._vector_cache`; ``meta.vector_cache`` reports hits and misses).
     """
     ks = check_ks(ks)
     configs = dict(DEFAULT_CONFIGS if configs is None else configs)
     convs = load_locomo(path, limit_conversations)
     embedder = embedder or embedder_from_env()
     run = collect(convs, dsn=dsn, ks=ks, configs=configs, progress=progress,
-                  search_context=search_context, embedder=embedder)
+                  search_context=search_context, embedder=embedder, vector_cache=vector_cache)
     return {
         "dataset": str(path),
         "questions": len(run.questions),
@@ -238,5 +247,6 @@ def run_locomo(path: str | os.PathLike[str], *, dsn: str | None = None,
             "no_evidence_questions": sum(1 for _, q in run.questions if not q.evidence),
             "unknown_evidence_ids": run.unknown_evidence_ids,
             "timings": {k: round(v, 3) for k, v in run.timings.items()},
+            "vector_cache": run.vector_cache,
         },
     }
