@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -164,6 +165,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The evaluations' vector cache (memdb eval ... is on by default in the CLI) goes to a
+    # directory of this run, never the user's ~/.cache/memdb/eval-vectors.
+    cache = tempfile.mkdtemp(prefix="memdb-test-eval-cache-")
+    os.environ["MEMDB_EVAL_CACHE"] = cache
+    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
     config.addinivalue_line("markers", "citus: runs against the Citus cluster (CITUS_MODULES)")
     config.addinivalue_line("markers", "local_only(reason): a test of a CITUS_MODULES module "
                             "that does not run on the cluster, and why")
