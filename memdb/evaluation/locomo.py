@@ -125,7 +125,6 @@ class Collected:
     vector_cache: dict[str, Any] = field(default_factory=dict)  # used, hits, misses, path
 
 
-
 @contextlib.contextmanager
 def _without_query_cache(embedder: Any) -> Iterator[None]:
     """``embedder`` with its query cache (memdb._query_cache, process-wide by default) off for
@@ -139,6 +138,7 @@ def _without_query_cache(embedder: Any) -> Iterator[None]:
         yield
     finally:
         embedder.query_cache = cache
+
 
 def collect(convs: Sequence[Conversation], *, dsn: str | None,
             ks: Sequence[int], configs: Mapping[str, Mapping[str, Any]], progress: bool = True,
