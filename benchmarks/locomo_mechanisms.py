@@ -11,7 +11,7 @@ This is a single split, not cross-validation: the settings it shows are candidat
 ``memdb eval locomo --folds 5 --mechanism neighbors --mechanism prf``, which decides.
 
     python benchmarks/locomo_mechanisms.py ../shared/data/locomo/locomo_dev.json \
-        --json benchmarks/baselines/locomo_mechanisms.json
+        --json benchmarks/baselines/eval_locomo_mechanisms.json
 """
 
 from __future__ import annotations
