@@ -9,5 +9,7 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        h.rank, h.score, h.variant_ranks, h.variant_scores
 FROM memdb.search_fused(%(tenant)s, %(variants)s, %(embeddings)s::vector[], %(k)s, %(filter)s,
                         %(options)s, %(rrf_k)s, %(depth)s) h
-JOIN memdb.memories m ON m.id = h.id AND m.tenant = %(tenant)s
+-- LEFT JOIN, as search_planned: the function must run (and check its options and filter)
+-- even where the plan would read no memory first, e.g. a tenant's empty shard on Citus.
+LEFT JOIN memdb.memories m ON m.id = h.id AND m.tenant = %(tenant)s
 ORDER BY h.rank;

@@ -9,7 +9,9 @@ SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, 
        h.rank, h.score, h.fused, h.multiplier, h.vector_rank, h.vector_score, h.bm25_rank,
        h.bm25_score, h.exact_rank, h.exact_score, h.mmr_score
 FROM memdb.search_hybrid(%(tenant)s, %(query)s, %(embedding)s, %(k)s, %(filter)s, %(options)s) h
-JOIN memdb.memories m ON m.id = h.id AND m.tenant = %(tenant)s
+-- LEFT JOIN, as search_planned: the function must run (and check its options and filter)
+-- even where the plan would read no memory first, e.g. a tenant's empty shard on Citus.
+LEFT JOIN memdb.memories m ON m.id = h.id AND m.tenant = %(tenant)s
 ORDER BY h.rank;
 
 -- name: prf_terms
