@@ -14,6 +14,7 @@ from memdb.cli import cli
 from memdb.evaluation._metrics import QuestionResult
 from memdb.evaluation.crossval import (
     DEFAULT_GRID,
+    _setting_rows,
     assign_folds,
     cross_validate,
     format_cv_table,
@@ -107,6 +108,73 @@ def test_mechanism_verdict_rule() -> None:
     assert v["mean_delta"] > 0 and not v["keep"]
 
 
+def test_category_rule_refuses_a_category_loss() -> None:
+    # "D+m" gains 0.2 on the many single-hop questions (category 4) of every conversation and
+    # loses 0.2 on its few open-domain ones (category 3): more recall overall on every fold,
+    # but a category lower by 20 points. "D+w" is the same mechanism at a weaker setting:
+    # smaller gain, no category loss. The old rule (overall only) keeps the strong setting.
+    conv_of, results = [], {"D": [], "D+m": [], "D+w": []}
+    for conv in ("c1", "c2", "c3"):
+        for _ in range(8):
+            conv_of.append(conv)
+            results["D"].append(_q(0.5, 4))
+            results["D+m"].append(_q(0.7, 4))
+            results["D+w"].append(_q(0.55, 4))
+        for _ in range(2):
+            conv_of.append(conv)
+            results["D"].append(_q(0.5, 3))
+            results["D+m"].append(_q(0.3, 3))
+            results["D+w"].append(_q(0.5, 3))
+    old = cross_validate(conv_of, results, folds=3, default="D", base=["D"],
+                         mechanisms={"m": ["D+m", "D+w"]}, category_tolerance=None)
+    assert [f["mechanisms"]["m"]["chosen"] for f in old["per_fold"]] == ["D+m"] * 3
+    assert old["mechanisms"]["m"]["keep"]
+    assert old["chosen_on_all"]["mechanisms"]["m"] == "D+m"
+    new = cross_validate(conv_of, results, folds=3, default="D", base=["D"],
+                         mechanisms={"m": ["D+m", "D+w"]})
+    assert [f["mechanisms"]["m"]["chosen"] for f in new["per_fold"]] == ["D+w"] * 3
+    v = new["mechanisms"]["m"]
+    assert v["keep"] and v["no_category_below_tolerance"]
+    assert v["category_deltas_recall@10"] == pytest.approx({"3": 0.0, "4": 0.05})
+    assert new["chosen_on_all"] == {"setting": "D", "mechanisms": {"m": "D+w"}}
+    assert "lowering no training category" in new["selection"]
+    # with only the strong setting, no candidate passes on a training fold: off, dropped
+    only = cross_validate(conv_of, results, folds=3, default="D", base=["D"],
+                          mechanisms={"m": ["D+m"]})
+    assert [f["mechanisms"]["m"]["chosen"] for f in only["per_fold"]] == [None] * 3
+    assert not only["mechanisms"]["m"]["keep"]
+    assert only["chosen_on_all"]["mechanisms"]["m"] is None
+    groups = [f["test_conversations"] for f in only["per_fold"]]
+    table = format_cv_table(
+        {**only, "dataset": "x", "questions": len(conv_of), "conversations": ["c1", "c2", "c3"],
+         "settings": _setting_rows(conv_of, results, groups, "D"), "meta": {"timings": {}}})
+    assert "no candidate passes the category rule" in table
+    assert "open-domain -20.0" not in table and "per category (mean over folds)" in table
+
+
+def test_category_rule_judges_the_test_folds_too() -> None:
+    # only c3 has open-domain questions: the folds training on c3 refuse the mechanism, the
+    # fold testing on c3 cannot see the loss and takes it; the verdict's category check (on
+    # the test folds) drops it
+    conv_of, results = [], {"D": [], "D+m": []}
+    for conv in ("c1", "c2", "c3"):
+        for _ in range(30):
+            conv_of.append(conv)
+            results["D"].append(_q(0.5, 4))
+            results["D+m"].append(_q(0.6, 4))
+    for _ in range(2):
+        conv_of.append("c3")
+        results["D"].append(_q(1.0, 3))
+        results["D+m"].append(_q(0.0, 3))
+    out = cross_validate(conv_of, results, folds=3, default="D", base=["D"],
+                         mechanisms={"m": ["D+m"]})
+    v = out["mechanisms"]["m"]
+    assert [f["mechanisms"]["m"]["chosen"] for f in out["per_fold"]] == [None, None, "D+m"]
+    assert v["wins_on_average_no_fold_below_minus_1pt"]
+    assert v["category_deltas_recall@10"]["3"] == pytest.approx(-1.0)
+    assert not v["no_category_below_tolerance"] and not v["keep"]
+
+
 def test_grid_settings_hold_today_default_and_textbook() -> None:
     settings, default, on = grid_settings()
     assert len(settings) == 27 and list(settings)[0] == default
@@ -128,6 +196,19 @@ def test_grid_settings_hold_today_default_and_textbook() -> None:
     assert parse_mechanism("prf=5")[1]["on"] == {"prf": 5}
     with pytest.raises(ValueError, match="no search option 'nope'"):
         parse_mechanism("nope")
+    # a constant of the mechanism as a small grid: one candidate per value
+    name, mech = parse_mechanism('neighbors={"neighbors": 1, "neighbor_weight": [0.3, 0.4]}')
+    settings, default, on = grid_settings({"b": [0.3]}, {name: mech})
+    assert on == {"neighbors": ["b=0.3 +neighbors(neighbor_weight=0.3)",
+                                "b=0.3 +neighbors(neighbor_weight=0.4)"]}
+    assert settings["b=0.3 +neighbors(neighbor_weight=0.4)"] == {
+        "b": 0.3, "neighbors": 1, "neighbor_weight": 0.4}
+    assert len(grid_settings({"b": [0.3]}, {"prf": parse_mechanism("prf=[5, 10]")[1]})[0]) == 3
+    for bad, why in (('neighbors={"neighbor_weight": [0.3]}', "must set 'neighbors'"),
+                     ('neighbors={"neighbors": 1, "nope": 2}', "no search option 'nope'"),
+                     ("prf=[]", "empty list")):
+        with pytest.raises(ValueError, match=why):
+            parse_mechanism(bad)
     with pytest.raises(ValueError, match="must be JSON"):
         parse_mechanism("mmr={bad")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,12 @@ def eval_() -> None:
 @click.option("--mechanism", "mechanisms", multiple=True, metavar="NAME[=JSON]",
               help="With --folds: also try every grid point with search option NAME on "
                    "(value JSON, default true) and give its keep/drop verdict. Repeatable.")
+@click.option("--category-tolerance", type=click.FloatRange(min=0), default=1.0,
+              show_default=True, metavar="POINTS",
+              help="With --folds: the category rule. No candidate may lower a category's "
+                   "recall@10 by more than POINTS against the default on the training "
+                   "conversations, and a mechanism is dropped when it lowers one (mean over "
+                   "the folds) by more ('inf' turns the rule off).")
 @click.option("--no-vector-cache", is_flag=True,
               help="Embed every turn again (default: reuse the turns' vectors of earlier runs, "
                    "kept under $MEMDB_EVAL_CACHE, default ~/.cache/memdb/eval-vectors).")
@@ -56,7 +63,8 @@ def eval_() -> None:
 @click.pass_obj
 def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
            limit: int | None, folds: int | None, grid_file: str | None,
-           mechanisms: tuple[str, ...], no_vector_cache: bool, quiet: bool) -> None:
+           mechanisms: tuple[str, ...], category_tolerance: float, no_vector_cache: bool,
+           quiet: bool) -> None:
     """Evaluate retrieval on a LoCoMo-format file (one memory per dialog turn).
 
     Prints recall@K and MRR for the routes vector, bm25, hybrid, hybrid_mmr and hybrid_decay,
@@ -68,7 +76,7 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
 
     if folds is not None or grid_file or mechanisms:
         _locomo_cv(state, path, out, no_context, limit, folds, grid_file, mechanisms,
-                   not no_vector_cache, quiet)
+                   category_tolerance, not no_vector_cache, quiet)
         return
     try:
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
@@ -82,7 +90,7 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
 
 def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit: int | None,
                folds: int | None, grid_file: str | None, mechanisms: tuple[str, ...],
-               vector_cache: bool, quiet: bool) -> None:
+               category_tolerance: float, vector_cache: bool, quiet: bool) -> None:
     from ..evaluation.crossval import format_cv_table, parse_mechanism, run_locomo_cv
 
     if folds is None:
@@ -98,7 +106,9 @@ def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit
         mechs = dict(parse_mechanism(spec) for spec in mechanisms)
         result = run_locomo_cv(path, folds=folds, dsn=state.dsn, grid=grid, mechanisms=mechs,
                                progress=not quiet, search_context=not no_context,
-                               vector_cache=vector_cache)
+                               vector_cache=vector_cache,
+                               category_tolerance=(None if math.isinf(category_tolerance)
+                                                   else category_tolerance / 100))
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
     emit_report(result, out, format_cv_table)

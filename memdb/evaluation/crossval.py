@@ -18,7 +18,16 @@ and BM25 ``b`` around today's tuned defaults, with the SQL textbook values) and,
 mechanism named (any :class:`memdb.search.SearchOptions` field, e.g. a mechanism switch), the
 same grid with it on. A mechanism's verdict compares, fold by fold, the train-best setting with
 it on against the train-best setting without it (test recall@10): it is **kept** when it wins
-on every fold, or on average with no fold losing more than one point.
+on every fold, or on average with no fold losing more than one point, and no category's
+recall@10 (mean over the folds) is lower by more than one point.
+
+The category rule also governs the selection itself (``category_tolerance``, one point by
+default; ``None`` turns it off): on the training questions, a candidate that lowers some
+category's mean recall@10 by more than the tolerance against the default (a mechanism's
+candidates: against the fold's choice without it) cannot be chosen, however much it gains
+overall. A mechanism no candidate of which passes runs off on that fold. ``chosen_on_all``
+applies the same selection to every question: the settings to make the defaults when the
+cross-validated verdict keeps them.
 
 >>> result = run_locomo_cv("../shared/data/locomo/locomo_dev.json", folds=5)
 >>> print(format_cv_table(result))
@@ -52,20 +61,42 @@ _METRICS = ("recall@5", "recall@10", "mrr")
 
 
 def parse_mechanism(spec: str) -> tuple[str, dict[str, dict[str, Any]]]:
-    """``NAME`` or ``NAME=JSON`` -> (NAME, {"on": {NAME: value}, "off": {...}}): the value is
-    True unless given; off leaves the option as the default options have it (None there) or
-    sets it to False. NAME must be a field of :class:`memdb.search.SearchOptions`."""
+    """``NAME`` or ``NAME=JSON`` -> (NAME, {"on": {...}, "off": {...}}). The value is True
+    unless given; a JSON list is a grid of values (one candidate each), and a JSON object
+    sets several options at once (``neighbors={"neighbors": 1, "neighbor_weight": [0.3,
+    0.4]}``), its list values again a grid. Off leaves NAME as the default options have it
+    (None there) or sets it to False. Every name must be a field of
+    :class:`memdb.search.SearchOptions`."""
     name, sep, raw = spec.partition("=")
     name = name.strip()
     names = [f.name for f in fields(SearchOptions)]
-    if name not in names:
-        raise ValueError(f"no search option {name!r} in this memdb (options: {', '.join(names)})")
     try:
         value = json.loads(raw) if sep else True
     except ValueError as exc:
         raise ValueError(f"mechanism {name}: the value must be JSON ({exc})") from None
+    on = value if isinstance(value, dict) else {name: value}
+    for key in [name, *on]:
+        if key not in names:
+            raise ValueError(f"no search option {key!r} in this memdb "
+                             f"(options: {', '.join(names)})")
+    if isinstance(value, dict) and name not in on:
+        raise ValueError(f"mechanism {name}: the JSON object must set {name!r} itself")
+    for key, v in on.items():
+        if isinstance(v, list) and not v:
+            raise ValueError(f"mechanism {name}: {key} has an empty list of values")
     off: dict[str, Any] = {} if getattr(DEFAULT_OPTIONS, name) is None else {name: False}
-    return name, {"on": {name: value}, "off": off}
+    return name, {"on": on, "off": off}
+
+
+def _on_points(on: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A mechanism's "on" options, list values expanded: [(label suffix, options)]."""
+    grid = {k: v for k, v in on.items() if isinstance(v, list)}
+    fixed = {k: v for k, v in on.items() if not isinstance(v, list)}
+    out = []
+    for values in itertools.product(*grid.values()):
+        point = dict(zip(grid, values, strict=True))
+        out.append((f"({_label(point)})" if point else "", {**fixed, **point}))
+    return out
 
 
 def _point(axes: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,9 +146,10 @@ def grid_settings(grid: Mapping[str, Sequence[Any]] | None = None,
     for mech_name, mech in mechanisms.items():
         on_names[mech_name] = []
         for name, cfg in base.items():
-            label = f"{name} +{mech_name}"
-            settings[label] = {**cfg, **mech["on"]}
-            on_names[mech_name].append(label)
+            for suffix, on in _on_points(mech["on"]):
+                label = f"{name} +{mech_name}{suffix}"
+                settings[label] = {**cfg, **on}
+                on_names[mech_name].append(label)
     return settings, default, on_names
 
 
@@ -173,11 +205,38 @@ def won_lost(base: Sequence[QuestionResult], other: Sequence[QuestionResult],
     return {"won": won, "lost": lost, "tied": len(base) - won - lost}
 
 
+def _category_means(res: Sequence[QuestionResult], idx: Sequence[int], k: int,
+                    ) -> dict[int, float]:
+    sums: dict[int, list[float]] = {}
+    for i in idx:
+        sums.setdefault(res[i].category, []).append(res[i].recall[k])
+    return {c: sum(v) / len(v) for c, v in sums.items()}
+
+
+def _eligible(results: Mapping[str, Sequence[QuestionResult]], name: str, reference: str,
+              idx: Sequence[int], k: int, tolerance: float | None) -> bool:
+    """No category of ``idx`` lower under ``name`` than under ``reference`` by more than
+    ``tolerance`` (mean recall@k per category); ``None`` turns the check off."""
+    if tolerance is None or name == reference:
+        return True
+    mine = _category_means(results[name], idx, k)
+    ref = _category_means(results[reference], idx, k)
+    return all(mine[c] >= ref[c] - tolerance - 1e-12 for c in ref)
+
+
 def _select(results: Mapping[str, Sequence[QuestionResult]], names: Sequence[str],
-            train: Sequence[int], k: int) -> tuple[str, dict[str, float]]:
+            train: Sequence[int], k: int, *, reference: str | None = None,
+            tolerance: float | None = None) -> tuple[str | None, dict[str, float]]:
+    """The candidate with the best mean recall@k over ``train`` among those that lower no
+    training category by more than ``tolerance`` against ``reference`` (``None`` when no
+    candidate qualifies)."""
     scores = {name: sum(results[name][i].recall[k] for i in train) / len(train)
               for name in names}
-    best = max(names, key=lambda name: (scores[name], -names.index(name)))
+    ok = [name for name in names if reference is None
+          or _eligible(results, name, reference, train, k, tolerance)]
+    if not ok:
+        return None, scores
+    best = max(ok, key=lambda name: (scores[name], -names.index(name)))
     return best, scores
 
 
@@ -185,21 +244,26 @@ def cross_validate(conversation_of: Sequence[str], results: Mapping[str, Sequenc
                    *, folds: int, default: str, base: Sequence[str],
                    mechanisms: Mapping[str, Sequence[str]] | None = None,
                    conversations: Sequence[str] | None = None, select_k: int = 10,
-                   ) -> dict[str, Any]:
+                   category_tolerance: float | None = KEEP_TOLERANCE) -> dict[str, Any]:
     """The fold selection over per-question results (no database): ``conversation_of[i]`` is
     question i's conversation, ``results[name][i]`` its result under setting ``name``;
     ``base`` the candidates without mechanisms, ``mechanisms`` each mechanism's "on"
-    candidates. See the module docstring for the procedure."""
+    candidates. ``category_tolerance`` is the category rule (``None``: off). See the module
+    docstring for the procedure."""
     mechanisms = mechanisms or {}
     conversations = list(conversations or dict.fromkeys(conversation_of))
     groups = assign_folds(conversations, folds)
     fold_of = {conv: f for f, group in enumerate(groups) for conv in group}
     base = list(base)
+    metric = f"recall@{select_k}"
     fold_rows, mech_deltas = [], {m: [] for m in mechanisms}
+    mech_cat_deltas: dict[str, list[dict[str, float]]] = {m: [] for m in mechanisms}
     for f, group in enumerate(groups):
         test = [i for i, c in enumerate(conversation_of) if fold_of[c] == f]
         train = [i for i, c in enumerate(conversation_of) if fold_of[c] != f]
-        chosen, scores = _select(results, base, train, select_k)
+        chosen, scores = _select(results, base, train, select_k, reference=default,
+                                 tolerance=category_tolerance)
+        chosen = chosen or default
         chosen_test = [results[chosen][i] for i in test]
         default_test = [results[default][i] for i in test]
         row: dict[str, Any] = {
@@ -212,34 +276,59 @@ def cross_validate(conversation_of: Sequence[str], results: Mapping[str, Sequenc
             "mechanisms": {},
         }
         for mech, on_names in mechanisms.items():
-            on, on_scores = _select(results, list(on_names), train, select_k)
-            on_test = [results[on][i] for i in test]
-            metric = f"recall@{select_k}"
+            on, on_scores = _select(results, list(on_names), train, select_k,
+                                    reference=chosen, tolerance=category_tolerance)
+            # no candidate with it on passes the category rule on the training folds: the
+            # fold runs without it
+            on_test = [results[on][i] for i in test] if on else chosen_test
             delta = _block(on_test)[metric] - _block(chosen_test)[metric]
             mech_deltas[mech].append(delta)
+            on_cats, off_cats = _figures(on_test)["per_category"], \
+                _figures(chosen_test)["per_category"]
+            mech_cat_deltas[mech].append({c: on_cats[c][metric] - off_cats[c][metric]
+                                          for c in off_cats})
             row["mechanisms"][mech] = {
-                "chosen": on, "train_score": on_scores[on], "test": _figures(on_test),
-                "delta_recall@10_vs_without": delta,
+                "chosen": on, "train_score": on_scores[on] if on else None,
+                "test": _figures(on_test), "delta_recall@10_vs_without": delta,
                 "won_lost_vs_without": won_lost(chosen_test, on_test, select_k)}
         fold_rows.append(row)
     verdicts = {}
     for mech, deltas in mech_deltas.items():
         every = all(d > 0 for d in deltas)
         average = statistics.fmean(deltas) > 0 and min(deltas) >= -KEEP_TOLERANCE
+        cats = sorted({c for d in mech_cat_deltas[mech] for c in d}, key=int)
+        cat_deltas = {c: statistics.fmean(d[c] for d in mech_cat_deltas[mech] if c in d)
+                      for c in cats}
+        no_cat_loss = category_tolerance is None or all(
+            d >= -category_tolerance - 1e-12 for d in cat_deltas.values())
         verdicts[mech] = {"deltas_recall@10": deltas, "mean_delta": statistics.fmean(deltas),
+                          "category_deltas_recall@10": cat_deltas,
                           "wins_every_fold": every,
                           "wins_on_average_no_fold_below_minus_1pt": average,
-                          "keep": every or average}
+                          "no_category_below_tolerance": no_cat_loss,
+                          "keep": (every or average) and no_cat_loss}
+    everyone = list(range(len(conversation_of)))
+    final, _ = _select(results, base, everyone, select_k, reference=default,
+                       tolerance=category_tolerance)
+    final = final or default
+    final_mechs = {mech: _select(results, list(on_names), everyone, select_k, reference=final,
+                                 tolerance=category_tolerance)[0]
+                   for mech, on_names in mechanisms.items()}
     pooled = [results[fold_rows[fold_of[c]]["chosen"]][i] for i, c in enumerate(conversation_of)]
+    rule = ("" if category_tolerance is None else
+            f", lowering no training category by more than {100 * category_tolerance:g} "
+            "point(s) against the default (a mechanism: against the fold's choice without it)")
     return {
         "folds": len(groups), "selection": f"mean recall@{select_k} over the training "
-        "questions (all five categories); ties to the earlier candidate",
+        f"questions (all five categories){rule}; ties to the earlier candidate",
+        "category_tolerance": category_tolerance,
         "default": default, "per_fold": fold_rows,
         "cv": {"mean_over_folds": _spread_figures([r["test"] for r in fold_rows]),
                "default_mean_over_folds": _spread_figures([r["default_test"] for r in fold_rows]),
                "pooled": _figures(pooled),
                "won_lost_vs_default": won_lost(results[default], pooled, select_k)},
         "mechanisms": verdicts,
+        "chosen_on_all": {"setting": final, "mechanisms": final_mechs},
     }
 
 
@@ -265,7 +354,8 @@ def run_locomo_cv(path: str | os.PathLike[str], *, folds: int = 5, dsn: str | No
                   grid: Mapping[str, Sequence[Any]] | None = None,
                   mechanisms: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
                   progress: bool = True, search_context: bool = True,
-                  embedder: Embedder | None = None, vector_cache: bool = False) -> dict[str, Any]:
+                  embedder: Embedder | None = None, vector_cache: bool = False,
+                  category_tolerance: float | None = KEEP_TOLERANCE) -> dict[str, Any]:
     """Cross-validate search settings on a LoCoMo-format file; see the module docstring.
 
     ``grid``: axis -> values (default :data:`DEFAULT_GRID`; ``{}`` = only the default).
@@ -281,7 +371,8 @@ def run_locomo_cv(path: str | os.PathLike[str], *, folds: int = 5, dsn: str | No
     conversation_of = [c for c, _ in run.questions]
     base = [n for n in settings if not any(n in v for v in on_names.values())]
     cv = cross_validate(conversation_of, run.results, folds=folds, default=default, base=base,
-                        mechanisms=on_names, conversations=names)
+                        mechanisms=on_names, conversations=names,
+                        category_tolerance=category_tolerance)
     groups = [r["test_conversations"] for r in cv["per_fold"]]
     return {
         "dataset": str(path), "questions": len(run.questions), "memories": run.memories,
@@ -356,8 +447,16 @@ def format_cv_table(result: dict[str, Any]) -> str:
                   "per fold): keep = wins every fold, or on average with no fold below -1"]
         for mech, v in result["mechanisms"].items():
             deltas = " ".join(f"{100 * d:+.1f}" for d in v["deltas_recall@10"])
+            cats = " ".join(f"{CATEGORY_NAMES.get(int(c), c)[:8]} {100 * d:+.1f}"
+                            for c, d in v["category_deltas_recall@10"].items())
             lines.append(f"  {mech:<14}{deltas}  mean {100 * v['mean_delta']:+.1f}  "
                          f"{'KEEP' if v['keep'] else 'drop'}")
+            lines.append(f"  {'':<14}per category (mean over folds): {cats}")
+    final = result["chosen_on_all"]
+    lines += ["", f"chosen on all {len(result['conversations'])} conversations by the same "
+              f"rule: {final['setting']}"]
+    lines += [f"  with {mech}: {name or 'no candidate passes the category rule'}"
+              for mech, name in final["mechanisms"].items()]
     t = result["meta"]["timings"]
     lines += ["", "timings: " + ", ".join(f"{k} {v}" for k, v in t.items())]
     return "\n".join(lines)
