@@ -17,6 +17,7 @@ from memdb.evaluation.crossval import (
     _setting_rows,
     assign_folds,
     cross_validate,
+    format_cv_markdown,
     format_cv_table,
     grid_settings,
     parse_mechanism,
@@ -288,6 +289,13 @@ def test_run_locomo_cv_json_and_won_lost(cv_result: dict) -> None:
     assert data["meta"]["configs"]["rrf_k=60 vector=1 +mmr"]["mmr_lambda"] == 0.7
     table = format_cv_table(cv_result)
     assert "cross-validated" in table and "mmr" in table and "rrf_k=60 vector=1" in table
+    md = format_cv_markdown(cv_result).splitlines()
+    assert md[0].startswith("| setting | R@5 | R@10 | multi-hop |") and len(md) == 5
+    assert md[2].startswith("| default |") and md[4].startswith("| + mmr |")
+    wl = data["mechanisms"]["mmr"]["won_lost_vs_without"]
+    assert sum(wl.values()) == 12 and f"| {wl['won']}/{wl['lost']} |" in md[4]
+    verdict = "keep" if data["mechanisms"]["mmr"]["keep"] else "drop"
+    assert md[4].endswith(f"| {verdict} |")
 
 
 def test_cli_eval_locomo_folds(three_path: str, fresh_db: str, tmp_path) -> None:
@@ -303,7 +311,8 @@ def test_cli_eval_locomo_folds(three_path: str, fresh_db: str, tmp_path) -> None
     assert len(data["per_fold"]) == 3 and "per fold" in result.output
     for args, message in ((["--folds", "4"], "folds must be between 2"),
                           (["--folds", "3", "--mechanism", "warp"], "no search option 'warp'"),
-                          (["--mechanism", "mmr"], "need --folds")):
+                          (["--mechanism", "mmr"], "need --folds"),
+                          (["--markdown"], "need --folds")):
         bad = CliRunner().invoke(cli, ["--dsn", fresh_db, "eval", "locomo", three_path, *args])
         assert bad.exit_code == 1 and message in bad.output, bad.output
 

@@ -56,6 +56,9 @@ def eval_() -> None:
                    "recall@10 by more than POINTS against the default on the training "
                    "conversations, and a mechanism is dropped when it lowers one (mean over "
                    "the folds) by more ('inf' turns the rule off).")
+@click.option("--markdown", is_flag=True,
+              help="With --folds: print the cross-validated figures as a Markdown table "
+                   "(default, CV-chosen, each mechanism; per category; won/lost; verdict).")
 @click.option("--no-vector-cache", is_flag=True,
               help="Embed every turn again (default: reuse the turns' vectors of earlier runs, "
                    "kept under $MEMDB_EVAL_CACHE, default ~/.cache/memdb/eval-vectors).")
@@ -63,8 +66,8 @@ def eval_() -> None:
 @click.pass_obj
 def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
            limit: int | None, folds: int | None, grid_file: str | None,
-           mechanisms: tuple[str, ...], category_tolerance: float, no_vector_cache: bool,
-           quiet: bool) -> None:
+           mechanisms: tuple[str, ...], category_tolerance: float, markdown: bool,
+           no_vector_cache: bool, quiet: bool) -> None:
     """Evaluate retrieval on a LoCoMo-format file (one memory per dialog turn).
 
     Prints recall@K and MRR for the routes vector, bm25, hybrid, hybrid_mmr and hybrid_decay,
@@ -74,9 +77,9 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
     """
     from ..evaluation import format_table, run_locomo
 
-    if folds is not None or grid_file or mechanisms:
+    if folds is not None or grid_file or mechanisms or markdown:
         _locomo_cv(state, path, out, no_context, limit, folds, grid_file, mechanisms,
-                   category_tolerance, not no_vector_cache, quiet)
+                   category_tolerance, markdown, not no_vector_cache, quiet)
         return
     try:
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
@@ -90,11 +93,17 @@ def locomo(state: State, path: str, ks: str, out: str | None, no_context: bool,
 
 def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit: int | None,
                folds: int | None, grid_file: str | None, mechanisms: tuple[str, ...],
-               category_tolerance: float, vector_cache: bool, quiet: bool) -> None:
-    from ..evaluation.crossval import format_cv_table, parse_mechanism, run_locomo_cv
+               category_tolerance: float, markdown: bool, vector_cache: bool,
+               quiet: bool) -> None:
+    from ..evaluation.crossval import (
+        format_cv_markdown,
+        format_cv_table,
+        parse_mechanism,
+        run_locomo_cv,
+    )
 
     if folds is None:
-        raise InvalidInput("--grid and --mechanism need --folds")
+        raise InvalidInput("--grid, --mechanism and --markdown need --folds")
     if limit is not None:
         raise InvalidInput("--limit does not go with --folds (folds are conversations)")
     try:
@@ -111,7 +120,7 @@ def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit
                                                    else category_tolerance / 100))
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
-    emit_report(result, out, format_cv_table)
+    emit_report(result, out, format_cv_markdown if markdown else format_cv_table)
 
 
 @eval_.command("extraction")

@@ -49,8 +49,8 @@ from ._locomo_data import load_locomo
 from ._metrics import CATEGORY_NAMES, QuestionResult, percentile
 from .locomo import check_ks, collect, describe
 
-__all__ = ["run_locomo_cv", "format_cv_table", "cross_validate", "grid_settings",
-           "parse_mechanism", "assign_folds", "DEFAULT_GRID", "KEEP_TOLERANCE"]
+__all__ = ["run_locomo_cv", "format_cv_table", "format_cv_markdown", "cross_validate",
+           "grid_settings", "parse_mechanism", "assign_folds", "DEFAULT_GRID", "KEEP_TOLERANCE"]
 
 # axis -> values; "weights.<route>" sets one route's weight. Today's defaults (rrf_k 5, vector
 # weight 0.5, b 0.3) and the SQL textbook values (rrf_k 60, weights 1, b 0.75) are grid points.
@@ -301,7 +301,12 @@ def cross_validate(conversation_of: Sequence[str], results: Mapping[str, Sequenc
                       for c in cats}
         no_cat_loss = category_tolerance is None or all(
             d >= -category_tolerance - 1e-12 for d in cat_deltas.values())
-        verdicts[mech] = {"deltas_recall@10": deltas, "mean_delta": statistics.fmean(deltas),
+        wl = [r["mechanisms"][mech]["won_lost_vs_without"] for r in fold_rows]
+        verdicts[mech] = {"cv": _spread_figures([r["mechanisms"][mech]["test"]
+                                                 for r in fold_rows]),
+                          "won_lost_vs_without": {key: sum(w[key] for w in wl)
+                                                  for key in ("won", "lost", "tied")},
+                          "deltas_recall@10": deltas, "mean_delta": statistics.fmean(deltas),
                           "category_deltas_recall@10": cat_deltas,
                           "wins_every_fold": every,
                           "wins_on_average_no_fold_below_minus_1pt": average,
@@ -394,6 +399,34 @@ def _pct(spread: Mapping[str, float]) -> str:
 
 def _range(spread: Mapping[str, float]) -> str:
     return f"{_pct(spread)} [{100 * spread['min']:.1f}-{100 * spread['max']:.1f}]"
+
+
+def format_cv_markdown(result: dict[str, Any]) -> str:
+    """The cross-validated figures as a Markdown table (README / docs): the default, the
+    CV-chosen setting without mechanisms, and each mechanism as the cross-validation chose it
+    fold by fold; R@5/R@10 mean ± stdev over the folds, R@10 per category (mean over the
+    folds), won/lost questions (R@10) against the setting without it, the verdict."""
+    cv = result["cv"]
+    cats = sorted(cv["mean_over_folds"]["per_category"], key=int)
+    head = (["setting", "R@5", "R@10"] + [CATEGORY_NAMES.get(int(c), c) for c in cats]
+            + ["won/lost", "verdict"])
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+
+    def row(name: str, block: Mapping[str, Any], wl: str, verdict: str) -> str:
+        cells = [name, _pct(block["all"]["recall@5"]), _pct(block["all"]["recall@10"])]
+        cells += [f"{100 * block['per_category'][c]['recall@10']['mean']:.1f}"
+                  if c in block["per_category"] else "–" for c in cats]
+        return "| " + " | ".join(cells + [wl, verdict]) + " |"
+
+    dwl = cv["won_lost_vs_default"]
+    lines.append(row("default", cv["default_mean_over_folds"], "–", "–"))
+    lines.append(row("CV-chosen (no mechanism)", cv["mean_over_folds"],
+                     f"{dwl['won']}/{dwl['lost']} vs default", "–"))
+    for mech, v in result["mechanisms"].items():
+        wl = v["won_lost_vs_without"]
+        lines.append(row(f"+ {mech}", v["cv"], f"{wl['won']}/{wl['lost']}",
+                         "keep" if v["keep"] else "drop"))
+    return "\n".join(lines)
 
 
 def format_cv_table(result: dict[str, Any]) -> str:
