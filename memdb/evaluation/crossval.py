@@ -462,15 +462,16 @@ def format_cv_table(result: dict[str, Any]) -> str:
     lines.append(f"CV-chosen vs default (recall@10, all questions): won {wl['won']}, "
                  f"lost {wl['lost']}, tied {wl['tied']}")
     cats = sorted(next(iter(result["settings"].values()))["pooled"]["per_category"], key=int)
+    width = max(36, *(len(name) + 1 for name in result["settings"]))
     lines += ["", "every candidate as a fixed setting: R@10 mean ± stdev over folds, pooled "
               "R@5/R@10/MRR, R@10 per category, won/lost vs default (R@10), p95 ms",
-              f"{'setting':<36}{'R@10 folds':>13}{'R@5':>6}{'R@10':>6}{'MRR':>6}"
+              f"{'setting':<{width}}{'R@10 folds':>13}{'R@5':>6}{'R@10':>6}{'MRR':>6}"
               + "".join(f"{CATEGORY_NAMES.get(int(c), c)[:8]:>9}" for c in cats)
               + f"{'won/lost':>10}{'p95':>7}"]
     for name, s in result["settings"].items():
         p = s["pooled"]
         wl = s["won_lost_vs_default"]["recall@10"]
-        lines.append(f"{name[:35]:<36}{_pct(s['spread']['all']['recall@10']):>13}"
+        lines.append(f"{name:<{width}}{_pct(s['spread']['all']['recall@10']):>13}"
                      f"{100 * p['all']['recall@5']:>6.1f}{100 * p['all']['recall@10']:>6.1f}"
                      f"{100 * p['all']['mrr']:>6.1f}"
                      + "".join(f"{100 * p['per_category'][c]['recall@10']:>9.1f}" for c in cats)
