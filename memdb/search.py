@@ -39,6 +39,10 @@ class SearchOptions:
     into up to 3 sub-queries (memdb.decompose.split_query); the original and the sub-queries
     are searched and fused by weighted RRF in one SQL call (memdb.search_fused). Query
     planning, not a SQL option: it is not part of to_json().
+    speaker: speaker match (off by default): a memory written as a transcript line
+    "Name: text" whose speaker the query names ("What books has Melanie read?") scores
+    (1 + speaker_weight) times as much (speaker_weight in [0, 10], default 0.5; SQL option
+    speaker_boost, see memdb.speaker_of).
     """
 
     routes: tuple[str, ...] | None = None
@@ -61,6 +65,8 @@ class SearchOptions:
     prf_terms: int | None = None
     prf_weight: float | None = None
     decompose: bool | None = None
+    speaker: bool | None = None
+    speaker_weight: float | None = None
 
     def replace(self, **changes: Any) -> SearchOptions:
         """These options with the non-None ``changes`` laid over them; ``weights`` are merged
@@ -117,6 +123,15 @@ class SearchOptions:
                 if not isinstance(value, int):
                     raise InvalidInput(f"{name} must be an integer or a boolean")
                 out[name] = value
+        if self.speaker is not None and not isinstance(self.speaker, bool):
+            raise InvalidInput("speaker must be a boolean")
+        if self.speaker_weight is not None:
+            weight = _number(self.speaker_weight, "speaker_weight")
+            if not 0 <= weight <= 10:
+                raise InvalidInput(f"speaker_weight must be between 0 and 10, got {weight}")
+        if self.speaker is not None:
+            out["speaker_boost"] = (0.5 if self.speaker_weight is None
+                                    else float(self.speaker_weight)) if self.speaker else 0.0
         if self.decompose is not None and not isinstance(self.decompose, bool):
             raise InvalidInput("decompose must be a boolean")
         for name, low, high in _RANGES:  # also checked in SQL (memdb.check_search_options)

@@ -45,6 +45,9 @@ from ._shared import filter_args, filter_options, pairs
     (["--decompose"], {"is_flag": True, "default": None,
                        "help": "Split a question joining two facts into sub-queries and fuse "
                                "their searches (off by default)."}),
+    (["--speaker"], {"type": float, "metavar": "W",
+                     "help": "Transcript lines 'Name: text' whose speaker the query names score "
+                             "(1 + W) times as much (0-10; off by default)."}),
     (["--explain", "--sql", "explain"], {"is_flag": True,
                                          "help": "Also show the SQL, its parameters and timings."}),
 )
@@ -53,6 +56,7 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
            weights: tuple[str, ...], mmr: float | None, decay: tuple[str, ...], explain: bool,
            neighbors: int | None, neighbor_weight: float | None, prf: int | None,
            prf_terms: int | None, prf_weight: float | None, decompose: bool | None,
+           speaker: float | None,
            **filters: Any) -> None:
     """Find the memories that best match QUERY, best first.
 
@@ -64,6 +68,7 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
                            options=SearchOptions(
                                neighbors=neighbors, neighbor_weight=neighbor_weight, prf=prf,
                                prf_terms=prf_terms, prf_weight=prf_weight,
+                               speaker=None if speaker is None else True, speaker_weight=speaker,
                                decompose=decompose),
                            **filter_args(filters))
     if as_json:

@@ -25,6 +25,11 @@
 --      candidates with score neighbor_weight ^ distance times the hit's (memdb.search_neighbors;
 --      a candidate keeps the higher of its own and a lent score; route columns NULL for a
 --      neighbour no route found);
+--   3e. with speaker_boost set (a weight, off by default), a memory written as a transcript
+--      line "Name: text" whose speaker (memdb.speaker_of) the query names (one of
+--      memdb.entity_candidates(p_query): a whole word, a CJK substring) scores
+--      (1 + speaker_boost) times as much (in the multiplier): "What books has Melanie read?"
+--      prefers what Melanie said, whose name BM25 drops as too common (candidate_df_ratio);
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
 -- With prf set (off by default), the BM25 route runs the query expanded by pseudo-relevance
 -- feedback (memdb.prf_terms, memdb.search_bm25_weighted) instead of p_query.
@@ -66,6 +71,8 @@ DECLARE
     prf_t text[];
     prf_w double precision[];
     n_window integer;
+    speaker_w double precision;
+    q_names text[];
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -92,6 +99,10 @@ BEGIN
                  ELSE p_k END;
     depth := coalesce((o ->> 'depth')::integer, greatest(50, 2 * pool));
     v_now := coalesce((f ->> 'as_of')::timestamptz, now());
+    speaker_w := coalesce((o ->> 'speaker_boost')::double precision, 0);
+    IF speaker_w > 0 THEN
+        q_names := memdb.entity_candidates(p_query);  -- NULL for a NULL query: no speaker named
+    END IF;
     usage_subject := CASE jsonb_typeof(f -> 'subject')
                          WHEN 'string' THEN f ->> 'subject'
                          WHEN 'array' THEN CASE WHEN jsonb_array_length(f -> 'subject') = 1 THEN f #>> '{subject,0}' END
@@ -136,8 +147,8 @@ BEGIN
     ), b AS (
         -- base: fused * multiplier; lifted: base with the system boost of an active rule;
         -- sv, sb, se: the route scores with a miss as the lowest score
-        SELECT fu.*, fu.fused * mu.mult AS base, mu.mult, mu.is_rule,
-               fu.fused * mu.mult * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
+        SELECT fu.*, fu.fused * mu.mult * sp.boost AS base, mu.mult * sp.boost AS mult, mu.is_rule,
+               fu.fused * mu.mult * sp.boost * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
                coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
                coalesce(fu.exact_score, '-Infinity') AS se
         FROM fu
@@ -149,6 +160,10 @@ BEGIN
                                           extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult,
                    (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
+        CROSS JOIN LATERAL (
+            SELECT CASE WHEN speaker_w > 0 AND memdb.speaker_of(m.content) = ANY(q_names)
+                        THEN 1 + speaker_w ELSE 1 END AS boost
+        ) sp
     ), beaten AS (
         -- a boosted rule stays below every candidate that beats it (a raw score at least as
         -- high on every fused route, higher on one; a missing score is lowest): the boost
