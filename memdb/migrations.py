@@ -203,4 +203,6 @@ def apply_objects(driver_conn: Any) -> None:
         driver_conn.execute(_sql.query("citus_keep_functions_whole"))
         for statement in split_statements(_sql.query("citus_delete_set_null_trigger") + ";"):
             driver_conn.execute(statement)
+    else:
+        driver_conn.execute(_sql.query("generic_plan_functions"))
     driver_conn.execute(f"COMMENT ON SCHEMA memdb IS '{_DIGEST_PREFIX}{objects_digest()}'")

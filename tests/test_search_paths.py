@@ -6,9 +6,11 @@ and ranks a filter's rows (exact up to exact_limit rows, HNSW beyond), Chinese a
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import psycopg
+import pytest
 from pgvector.psycopg import register_vector
 
 from memdb import MemoryInput
@@ -67,3 +69,88 @@ def test_vector_route_exact_within_the_limit_and_hnsw_beyond(store, fresh_db):
             "SELECT id FROM memdb.memories WHERE subject = 'bob'").fetchall()}
         assert len(beyond) == 5 and {r[0] for r in beyond} <= bob
         assert beyond[0][0] == truth[0][0]
+
+
+def _bm25_reference(conn, query: str, subject: str | None, k1: float = 1.2, b: float = 0.75):
+    """Okapi BM25 of every current memory holding a query term, from the stored tsvectors and
+    statistics, computed here in Python (under 1,000 memories every query term picks
+    candidates): [(id, score)] by score descending, then id."""
+    n, total = conn.execute(
+        "SELECT doc_count, total_len FROM memdb.bm25_stats WHERE tenant = 'default'").fetchone()
+    avgdl = total / n
+    terms = conn.execute("SELECT memdb.query_terms(%s)", (query,)).fetchone()[0]
+    df = dict(conn.execute("SELECT term, df FROM memdb.bm25_terms WHERE tenant = 'default' "
+                           "AND term = ANY (%s) AND df > 0", (terms,)).fetchall())
+    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    scores = {}
+    for mid, dl, lexeme, tf in conn.execute(
+            "SELECT m.id, m.doc_len, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
+            "FROM memdb.memories m, unnest(m.tsv) u WHERE m.valid_to IS NULL "
+            "AND (%s::text IS NULL OR m.subject = %s)", (subject, subject)).fetchall():
+        if lexeme in idf:
+            scores[mid] = scores.get(mid, 0.0) + idf[lexeme] * tf * (k1 + 1) / (
+                tf + k1 * (1 - b + b * dl / avgdl))
+    return sorted(scores.items(), key=lambda r: (-r[1], str(r[0])))
+
+
+def test_bm25_scores_match_a_reference_computation(store, fresh_db):
+    """Each candidate's score sums every query term it holds, tf from its positions, idf per
+    term: a cheaper scoring query must give the same scores and order (ties by id) as this
+    reference, Chinese and English, with repeated terms and one or many query terms."""
+    words = ["tea", "green", "coffee", "kyoto", "matcha", "绿茶", "咖啡", "京都", "抹茶"]
+    rng = np.random.default_rng(7)
+    vectors = _units(300, 4)
+    items = []
+    for i in range(300):
+        picked = [words[j] for j in rng.integers(len(words), size=int(rng.integers(1, 6)))]
+        filler = " ".join(f"w{int(x)}" for x in rng.integers(40, size=int(rng.integers(0, 12))))
+        items.append(MemoryInput(content=" ".join(picked) + " " + filler + f" 第{i}条",
+                                 subject="alice" if i % 3 else "bob", embedding=vectors[i]))
+    store.add_many(items, batch_size=100)
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        assert conn.execute("SELECT max(coalesce(array_length(u.positions, 1), 1)) "
+                            "FROM memdb.memories m, unnest(m.tsv) u").fetchone()[0] > 1
+        for query in ("green tea", "kyoto matcha coffee tea", "绿茶", "京都抹茶 green 咖啡"):
+            for subject in (None, "alice"):
+                flt = json.dumps({"subject": subject} if subject else {})
+                got = conn.execute("SELECT id, score FROM memdb.search_bm25('default', %s, 40, %s)",
+                                   (query, flt)).fetchall()
+                want = _bm25_reference(conn, query, subject)[:40]
+                assert len(got) == len(want) == 40
+                assert [r[0] for r in got] == [r[0] for r in want], (query, subject)
+                assert [r[1] for r in got] == pytest.approx([r[1] for r in want], rel=1e-12)
+
+
+def test_search_hybrid_keeps_one_generic_plan_on_plain_postgresql(store, fresh_db):
+    """memdb.search_hybrid plans its statements once (plan_cache_mode force_generic_plan, set
+    by the migration on plain PostgreSQL; without it the fusion statement was planned anew on
+    every call), and one session's plan serves every mix of options alike: the same rows as
+    the first call of a fresh session, whatever ran before."""
+    vectors = _units(80, 5)
+    store.add_many([MemoryInput(content=f"green tea note {i} 绿茶笔记 {i}", subject=f"s{i % 2}",
+                                embedding=vectors[i]) for i in range(80)])
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        config = conn.execute("SELECT proconfig FROM pg_proc WHERE proname = 'search_hybrid' "
+                              "AND pronamespace = 'memdb'::regnamespace").fetchone()[0]
+        assert "plan_cache_mode=force_generic_plan" in (config or [])
+    q = vectors[3] + 0.05 * _units(1, 6)[0]
+    cases = [({}, {}), ({"subject": "s1"}, {}), ({}, {"routes": ["bm25", "exact"]}),
+             ({"subject": "s0"}, {"mmr_lambda": 0.5}), ({}, {"neighbors": 1}),
+             ({}, {"weights": {"vector": 0}, "rrf_k": 5})]
+
+    def run(conn, flt, opts):
+        return conn.execute("SELECT id, rank, score FROM memdb.search_hybrid('default', %s, %s, 5, "
+                            "%s, %s)", ("green tea 绿茶", q, json.dumps(flt), json.dumps(opts))
+                            ).fetchall()
+
+    first = {}
+    for flt, opts in cases:
+        with psycopg.connect(fresh_db, autocommit=True) as conn:
+            register_vector(conn)
+            first[json.dumps([flt, opts])] = run(conn, flt, opts)
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        register_vector(conn)
+        for _ in range(3):
+            for flt, opts in cases:
+                rows = run(conn, flt, opts)
+                assert rows and rows == first[json.dumps([flt, opts])], (flt, opts)

@@ -91,16 +91,15 @@ BEGIN
     -- outnumber what a subject holds) reads the subject's rows through the scope index and
     -- tests each tsvector, instead of intersecting the GIN index's tenant-wide matches with them.
     RETURN QUERY EXECUTE format($q$
-        SELECT m.id, s.score
+        SELECT m.id, (
+            SELECT sum($5[array_position($4, u.lexeme)]
+                       * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
+                       / (coalesce(array_length(u.positions, 1), 1)::double precision
+                          + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) AS score
         FROM memdb.memories m
-        CROSS JOIN LATERAL (
-            SELECT sum(w.idf * t.tf * ($6 + 1) / (t.tf + $6 * (1 - $7 + $7 * m.doc_len / $8))) AS score
-            FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision AS tf
-                          FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) t
-                 JOIN unnest($4::text[], $5::double precision[]) AS w(term, idf) ON w.term = t.lexeme
-        ) s
         WHERE m.tenant = $1 AND %s @@ $3 AND %s
-        ORDER BY s.score DESC, m.id
+        ORDER BY score DESC, m.id
         LIMIT $9
     $q$, CASE WHEN p_filter ? 'subject' AND v_cand_df > 2000 THEN 'coalesce(m.tsv, '''')' ELSE 'm.tsv' END,
          coalesce(memdb.filter_predicate(p_filter), 'memdb.matches(m, $2)'))  -- cheap to plan

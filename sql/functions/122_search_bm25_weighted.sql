@@ -75,16 +75,15 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY EXECUTE $q$
-        SELECT m.id, s.score
+        SELECT m.id, (
+            SELECT sum($5[array_position($4, u.lexeme)]
+                       * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
+                       / (coalesce(array_length(u.positions, 1), 1)::double precision
+                          + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) AS score
         FROM memdb.memories m
-        CROSS JOIN LATERAL (
-            SELECT sum(w.idf * t.tf * ($6 + 1) / (t.tf + $6 * (1 - $7 + $7 * m.doc_len / $8))) AS score
-            FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::double precision AS tf
-                          FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) t
-                 JOIN unnest($4::text[], $5::double precision[]) AS w(term, idf) ON w.term = t.lexeme
-        ) s
         WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
-        ORDER BY s.score DESC, m.id
+        ORDER BY score DESC, m.id
         LIMIT $9
     $q$
     USING p_tenant, coalesce(p_filter, '{}'::jsonb), memdb.terms_tsquery(coalesce(v_cand, v_terms)),

@@ -58,6 +58,26 @@ BEGIN
 END
 $$;
 
+-- name: generic_plan_functions
+-- Plain PostgreSQL only (not a Citus coordinator): memdb.search_hybrid runs its statements with
+-- generic plans. Otherwise its fusion statement is planned anew on every call (plpgsql's plan
+-- cache keeps choosing custom plans, whose estimates fold the unused routes away), which cost
+-- about as much as a subject-scoped BM25 route (benchmarks/search_ab.py). On Citus the
+-- coordinator cannot route a generic plan of that statement's join with memdb.memories ("could
+-- not create distributed plan"), so there it keeps custom plans. Re-done after every migration
+-- (CREATE OR REPLACE clears it).
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+             WHERE p.pronamespace = 'memdb'::regnamespace AND p.proname = 'search_hybrid'
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan', f);
+    END LOOP;
+END
+$$;
+
 -- name: citus_delete_set_null_trigger
 -- Keeps the ON DELETE SET NULL action of the two foreign keys revision 0014 leaves out on Citus
 -- (see memdb.memories_delete_set_null): made after every migration once memories is
