@@ -1,0 +1,181 @@
+"""Database time of the search routes, old SQL against new, side by side in one run.
+
+Installs the search functions of a git revision (--ref, default HEAD) under schema memdb_ref
+and those of this checkout's sql/functions under memdb_new (each calling its own schema's
+routes, each with its revision's plain-PostgreSQL migration step generic_plan_functions), in a
+database that benchmarks/search_latency.py loaded and kept (--keep; same --n/--subjects/--seed),
+then times every scenario in SQL (clock_timestamp around an EXECUTE,
+so no round trip, driver or Python is counted): hybrid, BM25 and exact, each scoped to the
+query's subject and across the tenant. Old and new run back to back per query, alternating
+which goes first, so load from other processes falls on both alike; only ratios from one run
+mean something on a shared machine. Every pair of calls must return the same rows (ids, order
+and scores); differences are listed. The two schemas are dropped at the end.
+
+    python benchmarks/search_latency.py --dsn DSN --keep --hnsw-after-load --queries 20
+    python benchmarks/search_ab.py DB_DSN [--ref REV] [--queries 100] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from _server import emit  # noqa: I001  (benchmarks/ sibling module)
+from psycopg import sql
+from search_latency import TENANT, K, Query, _vec, synthetic_docs, synthetic_queries
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "search_ab.json"
+FILES = ["120_search_bm25.sql", "121_search_exact.sql", "122_search_bm25_weighted.sql",
+         "160_search_hybrid.sql"]
+ROUTES = ["search_bm25", "search_exact", "search_bm25_weighted", "search_hybrid"]
+DEPTH = 50  # search_hybrid's per-route depth for k = 10
+DROP = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
+TIMER = """
+CREATE FUNCTION {schema}.db_ms(q text) RETURNS double precision LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+    EXECUTE q;
+    RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
+END $$"""
+
+
+def functions_sql(schema: str, ref: str | None) -> str:
+    """The route functions of git revision ref (None: this checkout), renamed into schema."""
+    out = []
+    for name in FILES:
+        if ref is None:
+            text = (ROOT / "sql" / "functions" / name).read_text(encoding="utf-8")
+        else:
+            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:sql/functions/{name}"],
+                                  capture_output=True, text=True, check=True).stdout
+        for route in ROUTES:
+            text = text.replace(f"memdb.{route}(", f"{schema}.{route}(")
+        out.append(text)
+    return "\n".join(out)
+
+
+def generic_plans_sql(schema: str, ref: str | None) -> str | None:
+    """The revision's migration step that sets search_hybrid's plan_cache_mode on plain
+    PostgreSQL (sql/queries/citus.sql, generic_plan_functions), for schema; None if it has none."""
+    if ref is None:
+        text = (ROOT / "sql" / "queries" / "citus.sql").read_text(encoding="utf-8")
+    else:
+        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:sql/queries/citus.sql"],
+                              capture_output=True, text=True, check=True).stdout
+    marker = "-- name: generic_plan_functions\n"
+    if marker not in text:
+        return None
+    block = text.split(marker, 1)[1].split("\n-- name: ", 1)[0]
+    return block.replace("'memdb'::regnamespace", f"'{schema}'::regnamespace")
+
+
+def call(conn: psycopg.Connection, schema: str, route: str, q: Query, scoped: bool) -> str:
+    lit = lambda x: sql.Literal(x).as_string(conn)  # noqa: E731
+    flt = lit(json.dumps({"subject": q.subject} if scoped else {})) + "::jsonb"
+    if route == "hybrid":
+        return (f"SELECT * FROM {schema}.search_hybrid({lit(TENANT)}, {lit(q.text)}, "
+                f"{lit(_vec(q.vector))}::vector, {K}, {flt}, '{{}}')")
+    return f"SELECT * FROM {schema}.search_{route}({lit(TENANT)}, {lit(q.text)}, {DEPTH}, {flt})"
+
+
+def _stats(ms: list[float]) -> dict:
+    a = np.asarray(ms)
+    return {"p50": round(float(np.percentile(a, 50)), 2),
+            "p95": round(float(np.percentile(a, 95)), 2), "mean": round(float(a.mean()), 2)}
+
+
+def run(args: argparse.Namespace) -> dict:
+    subjects = [f"user_{i:04d}" for i in range(args.subjects)]
+    docs = synthetic_docs(args.n, subjects, args.seed)
+    queries = synthetic_queries(args.queries, docs, subjects, args.seed + 100)
+    routes = args.routes.split(",")
+    times: dict[str, dict[str, list[float]]] = {}
+    diffs: list[dict] = []
+    setup: dict[str, dict] = {}
+    loads = [os.getloadavg()[0]]
+    with psycopg.connect(args.db, autocommit=True) as conn:
+        try:
+            for schema, ref in (("memdb_ref", args.ref), ("memdb_new", None)):
+                conn.execute(DROP.format(sql.Identifier(schema)))
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+                conn.execute(functions_sql(schema, ref))
+                generic = generic_plans_sql(schema, ref)
+                if generic:
+                    conn.execute(generic)
+                setup[schema] = {"generic_plans": bool(generic)}
+            conn.execute(TIMER.format(schema="memdb_ref"))
+            for q in queries[: args.warmup]:  # warm caches for both
+                for route in routes:
+                    for schema in ("memdb_ref", "memdb_new"):
+                        conn.execute(call(conn, schema, route, q, True)).fetchall()
+            for i, q in enumerate(queries):
+                order = ("memdb_ref", "memdb_new") if i % 2 == 0 else ("memdb_new", "memdb_ref")
+                for route in routes:
+                    for scoped in (True, False):
+                        name = f"{route}_{'scoped' if scoped else 'tenant'}"
+                        rows = {}
+                        for schema in order:
+                            text = call(conn, schema, route, q, scoped)
+                            ms = conn.execute("SELECT memdb_ref.db_ms(%s)", (text,)).fetchone()[0]
+                            times.setdefault(name, {}).setdefault(schema, []).append(ms)
+                            rows[schema] = conn.execute(text).fetchall()
+                        if rows["memdb_ref"] != rows["memdb_new"]:
+                            diffs.append({"scenario": name, "query": q.text})
+                if i % 20 == 19:
+                    loads.append(os.getloadavg()[0])
+                    print(f"[search_ab] {i + 1}/{len(queries)} queries, load {loads[-1]:.2f}",
+                          file=sys.stderr)
+        finally:
+            for schema in ("memdb_ref", "memdb_new"):
+                conn.execute(DROP.format(sql.Identifier(schema)))
+    out: dict = {}
+    for name, by in times.items():
+        old, new = np.asarray(by["memdb_ref"]), np.asarray(by["memdb_new"])
+        out[name] = {"ref": _stats(list(old)), "new": _stats(list(new)),
+                     "median_ratio_new_to_ref": round(float(np.median(new / old)), 3)}
+        r, s = out[name]["ref"], out[name]["new"]
+        print(f"{name:15s} ref p50 {r['p50']:8.2f} p95 {r['p95']:8.2f} | new p50 {s['p50']:8.2f}"
+              f" p95 {s['p95']:8.2f} | median new/ref {out[name]['median_ratio_new_to_ref']}",
+              file=sys.stderr)
+    print(f"[search_ab] result differences: {len(diffs)}", file=sys.stderr)
+    return {
+        "benchmark": "search_ab",
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "ref": args.ref,
+        "new": "working tree sql/functions",
+        "setup": setup,
+        "n": args.n, "subjects": args.subjects, "queries": args.queries, "depth": DEPTH, "k": K,
+        "db_time_ms": out,
+        "result_differences": diffs,
+        "loadavg_1min": {"min": round(min(loads), 2), "median": round(float(np.median(loads)), 2),
+                         "max": round(max(loads), 2), "cpus": os.cpu_count()},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("db", metavar="DB_DSN", help="a database search_latency.py loaded (--keep)")
+    parser.add_argument("--ref", default="HEAD", help="git revision of the old functions (HEAD)")
+    parser.add_argument("--n", type=int, default=100_000, help="memories loaded (default 100000)")
+    parser.add_argument("--subjects", type=int, default=100, help="subjects loaded (default 100)")
+    parser.add_argument("--seed", type=int, default=20261129)
+    parser.add_argument("--queries", type=int, default=100, help="timed queries (default 100)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed queries first (default 5)")
+    parser.add_argument("--routes", default="hybrid,bm25,exact", help="comma-separated routes")
+    parser.add_argument("--json", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
+    args = parser.parse_args(argv)
+    emit(run(args), args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
