@@ -30,6 +30,8 @@ DECLARE
     n_variants integer;
     bad jsonb;
     depth integer;
+    v record;
+    found_rows jsonb := '[]'::jsonb;
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -61,17 +63,24 @@ BEGIN
         RAISE EXCEPTION 'depth must be between 1 and 1000, got %', depth USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
+    -- one search_hybrid call per variant (a loop, not a lateral join: on Citus the
+    -- delegated call's nested searches must each run as their own statement)
+    FOR v IN SELECT t.n::integer AS n, t.e AS spec
+             FROM jsonb_array_elements(p_variants) WITH ORDINALITY AS t(e, n) LOOP
+        found_rows := found_rows || coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                       'n', v.n, 'w', coalesce((v.spec ->> 'weight')::double precision, 1),
+                       'id', h.id, 'rank', h.rank, 'score', h.score))
+            FROM memdb.search_hybrid(
+                p_tenant, v.spec ->> 'query', p_embeddings[v.n], depth, p_filter,
+                coalesce(p_options, '{}'::jsonb) || coalesce(v.spec -> 'options', '{}'::jsonb)) h),
+            '[]'::jsonb);
+    END LOOP;
+
     RETURN QUERY
-    WITH v AS (
-        SELECT t.n::integer AS n, t.e AS spec
-        FROM jsonb_array_elements(p_variants) WITH ORDINALITY AS t(e, n)
-    ), hits AS (
-        SELECT v.n, coalesce((v.spec ->> 'weight')::double precision, 1) AS w,
-               h.id, h.rank, h.score
-        FROM v
-        CROSS JOIN LATERAL memdb.search_hybrid(
-            p_tenant, v.spec ->> 'query', p_embeddings[v.n], depth, p_filter,
-            coalesce(p_options, '{}'::jsonb) || coalesce(v.spec -> 'options', '{}'::jsonb)) h
+    WITH hits AS (
+        SELECT * FROM jsonb_to_recordset(found_rows) AS x(
+            n integer, w double precision, id uuid, rank integer, score double precision)
     ), fused AS (
         SELECT hits.id, sum(hits.w / (p_rrf_k + hits.rank)) AS fused_score,
                jsonb_object_agg(hits.n, hits.rank) AS ranks,
