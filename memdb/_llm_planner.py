@@ -5,7 +5,10 @@ message, and the user's text sent as data in its own message (a JSON string unde
 never spliced into the instructions. The request is the LLM path ``planner``: the plan's
 JSON schema as ``response_format`` (intents and categories as enums, at most three queries),
 ``max_tokens`` and a timeout. What comes back is parsed as JSON only;
-:func:`memdb.planner.validate_plan` decides whether it is a plan.
+:func:`memdb.planner.validate_plan` decides whether it is a plan. Query decomposition (search
+option ``decompose``) is the same kind of call on the LLM path ``decompose``
+(:data:`memdb.decompose.DECOMPOSE_SCHEMA`), checked by
+:func:`memdb.decompose.validate_subqueries`.
 
 Configuration: ``MEMDB_LLM_MODEL``, ``MEMDB_LLM_BASE_URL`` (or ``OPENAI_BASE_URL``),
 ``MEMDB_LLM_API_KEY`` (or ``OPENAI_API_KEY``), ``MEMDB_LLM_TIMEOUT_PLANNER`` (or the older
@@ -18,6 +21,7 @@ import json
 import os
 from typing import Any
 
+from .decompose import DECOMPOSE_INSTRUCTIONS, DECOMPOSE_SCHEMA
 from .llm import DEFAULT_TIMEOUT, ChatLLM
 from .models import Category
 
@@ -83,8 +87,19 @@ class LLMPlanner:
     def plan_json(self, query: str) -> Any:
         """The model's answer parsed as JSON (raises LLMError on transport errors and
         timeouts, ValueError on non-JSON)."""
-        text = self.llm.complete(self.messages(query), path="planner",
-                                 schema=PLAN_SCHEMA).strip()
-        if text.startswith("```"):  # tolerate a fenced answer, nothing more
-            text = text.strip("`").removeprefix("json").strip()
-        return json.loads(text)
+        return _parse(self.llm.complete(self.messages(query), path="planner",
+                                        schema=PLAN_SCHEMA))
+
+    def decompose_json(self, query: str) -> Any:
+        """The model's sub-queries for ``query`` as parsed JSON (``{"subqueries": [...]}``
+        expected; LLMError on transport errors and timeouts, ValueError on non-JSON)."""
+        messages = [{"role": "system", "content": DECOMPOSE_INSTRUCTIONS},
+                    {"role": "user", "content": json.dumps({"query": query}, ensure_ascii=False)}]
+        return _parse(self.llm.complete(messages, path="decompose", schema=DECOMPOSE_SCHEMA))
+
+
+def _parse(text: str) -> Any:
+    text = text.strip()
+    if text.startswith("```"):  # tolerate a fenced answer, nothing more
+        text = text.strip("`").removeprefix("json").strip()
+    return json.loads(text)

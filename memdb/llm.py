@@ -7,7 +7,7 @@ client's default), ``MEMDB_LLM_API_KEY``, ``MEMDB_LLM_MODEL``, ``MEMDB_LLM_TIMEO
 default 120: the ceiling of every request).
 
 The model's reply is untrusted input. Each call names its **path** (one of :data:`PATHS`:
-remember, planner, summary, answer, mqe, hyde, rerank, graph, task_end), which sizes it:
+remember, planner, decompose, summary, answer, mqe, hyde, rerank, graph, task_end), which sizes it:
 ``max_tokens`` (a stop on token loops) and a timeout (a hard bound on the whole call, retries
 included), from :data:`DEFAULT_LIMITS`, overridden per path by ``MEMDB_LLM_TIMEOUT_<PATH>`` and
 ``MEMDB_LLM_MAX_TOKENS_<PATH>`` (e.g. ``MEMDB_LLM_TIMEOUT_REMEMBER=90``) or the ``limits=``
@@ -58,6 +58,7 @@ class PathLimits:
 DEFAULT_LIMITS: dict[str, PathLimits] = {
     "remember": PathLimits(60.0, 600),
     "planner": PathLimits(15.0, 200),
+    "decompose": PathLimits(15.0, 300),
     "summary": PathLimits(60.0, 400),
     "answer": PathLimits(60.0, 500),
     "mqe": PathLimits(20.0, 200),

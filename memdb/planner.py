@@ -11,7 +11,10 @@ and the best intent maps to categories and a strategy (:data:`INTENTS`). :class:
 adds the optional LLM step (:mod:`memdb._llm_planner`) for ambiguous queries only (references
 such as 那个/上次/that one, very short queries, close intent scores), validates what the model
 returns (:func:`validate_plan`), caches plans, and falls back to the heuristic plan with
-``fallback=True`` on any error, timeout or invalid output.
+``fallback=True`` on any error, timeout or invalid output. :meth:`Planner.decompose` splits a
+question joining two facts into sub-queries (search/recall option ``decompose``) the same way:
+the LLM when one is configured (checked by :func:`memdb.decompose.validate_subqueries`), else
+or on any failure the heuristic :func:`memdb.decompose.split_query`.
 
 >>> heuristic_plan("我喜欢喝什么茶？").intent
 'preference_query'
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._grounding import schema_token
+from .decompose import Decomposition, split_query, validate_subqueries
 from .errors import InvalidInput
 from .models import Category
 
@@ -356,6 +360,7 @@ class Planner:
             raise InvalidInput("planner mode must be auto, llm or heuristic")
         self.llm, self.mode, self.cache_size = llm, mode, cache_size
         self._cache: OrderedDict[str, QueryPlan] = OrderedDict()
+        self._split_cache: OrderedDict[str, Decomposition] = OrderedDict()
         self._lock = threading.Lock()
         self.last_ms = 0.0
 
@@ -403,6 +408,40 @@ class Planner:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return plan
+
+
+    def decompose(self, query: str) -> Decomposition:
+        """The sub-queries of ``query`` (search/recall option ``decompose``; never raises for
+        LLM failures). With an LLM (mode auto or llm, and an LLM that has
+        ``decompose_json(query)``, as :class:`memdb._llm_planner.LLMPlanner` does) the model
+        splits every query it is given, its reply checked by
+        :func:`memdb.decompose.validate_subqueries` (an empty list is a valid "does not
+        split"); on any error, timeout or refused reply the heuristic
+        :func:`memdb.decompose.split_query` is used, with ``fallback=True`` and the reason
+        (decompose_timeout, decompose_invalid, decompose_error). Without an LLM (or in mode
+        heuristic): the heuristic split. LLM answers are cached (LRU) like plans."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query must be a non-blank string")
+        if self.llm is None or self.mode == "heuristic" or not hasattr(self.llm,
+                                                                        "decompose_json"):
+            return Decomposition(query, tuple(split_query(query)))
+        key = " ".join(query.split()).lower()
+        with self._lock:
+            cached = self._split_cache.get(key)
+            if cached is not None:
+                self._split_cache.move_to_end(key)
+                return Decomposition(query, cached.subqueries, "llm")
+        try:
+            subs = validate_subqueries(self.llm.decompose_json(query), query)
+        except Exception as exc:  # noqa: BLE001 - any failure means: the heuristic split
+            reason = _failure(exc).replace("planner_", "decompose_")
+            return Decomposition(query, tuple(split_query(query)), "heuristic", True, reason)
+        out = Decomposition(query, tuple(subs), "llm")
+        with self._lock:
+            self._split_cache[key] = out
+            while len(self._split_cache) > self.cache_size:
+                self._split_cache.popitem(last=False)
+        return out
 
 
 def _failure(exc: BaseException) -> str:

@@ -34,6 +34,7 @@ from psycopg.types.json import Jsonb
 
 from . import _sql
 from . import _validate as v
+from .decompose import Decomposition, search_decomposed
 from .embeddings import check_vector, embed_checked
 from .errors import DatabaseError, DatabaseUnavailable, InvalidInput
 from .filters import Filter
@@ -81,7 +82,8 @@ class RecallStatus(enum.StrEnum):
 
 class RecallResults(SearchResults):
     """Ranked SearchHits of a planned recall, with ``status``, ``reasons``, the ``plan``,
-    whether the all-categories ``fallback`` ran, the ``trace_id`` and ``timings`` (ms)."""
+    whether the all-categories ``fallback`` ran, the ``trace_id``, ``timings`` (ms) and, with
+    option ``decompose``, the ``decomposition`` searched."""
 
     status: RecallStatus = RecallStatus.NO_RELEVANT_MEMORY
     reasons: tuple[str, ...] = ()
@@ -90,12 +92,15 @@ class RecallResults(SearchResults):
     trace_id: UUID | None = None
     timings: dict[str, float] | None = None
     notes: dict[str, Any] | None = None
+    decomposition: Decomposition | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status.value, "reasons": list(self.reasons),
                 "fallback": self.fallback,
                 "trace_id": None if self.trace_id is None else str(self.trace_id),
                 "plan": None if self.plan is None else self.plan.to_json(),
+                "decomposition": None if self.decomposition is None
+                else self.decomposition.to_json(),
                 "timings": self.timings, "notes": self.notes,
                 "hits": [h.to_dict() for h in self]}
 
@@ -133,6 +138,12 @@ class RecallMixin:
         """The plan ``recall`` would run for ``query`` (nothing is searched)."""
         return self.planner.plan(query)
 
+    def decompose(self, query: str) -> Decomposition:
+        """The sub-queries option ``decompose`` would search for ``query`` (nothing is
+        searched): the LLM's when one is configured, else (or on any LLM failure, then with
+        ``fallback`` and ``reason``) the heuristic split; see :meth:`Planner.decompose`."""
+        return self.planner.decompose(query)
+
     # -- recall ----------------------------------------------------------------------------
     def recall(self, query: str, k: int = 10, filter: Filter | dict[str, Any] | None = None, *,
                plan: QueryPlan | dict[str, Any] | str | None = None,
@@ -150,7 +161,11 @@ class RecallMixin:
         (default :data:`ANCHOR`; False lets a scoped route pull in memories flat ranked lower);
         embedding: the query's
         precomputed vector; timeout_ms: statement timeout of the planned search (then a flat
-        search is run instead and the status is degraded).
+        search is run instead and the status is degraded). ``options.decompose``: the
+        all-categories route (the anchor) is the decomposed search, the query and its
+        sub-queries fused (:meth:`decompose`; the plan JSON's ``subqueries``), so recall@k
+        equals a decomposed ``search``'s; an LLM decomposition that fell back adds its reason
+        (decompose_timeout, decompose_invalid, decompose_error) to ``reasons``.
         """
         started = time.perf_counter()
         if not isinstance(query, str):
@@ -180,13 +195,17 @@ class RecallMixin:
             the_plan = plan
         else:
             the_plan = QueryPlan.from_json(plan)
-        plan_ms = (time.perf_counter() - t0) * 1000
         reasons: list[str] = []
         if the_plan.fallback:
             reasons.append(the_plan.reason or "planner_error")
+        split = self.planner.decompose(query) if opts.decompose else None
+        if split is not None and split.fallback:
+            reasons.append(split.reason or "decompose_error")
+        subqueries = list(split.subqueries) if split is not None else []
+        plan_ms = (time.perf_counter() - t0) * 1000
 
         t0 = time.perf_counter()
-        texts = [query] + [q.text for q in the_plan.queries]
+        texts = [query] + [q.text for q in the_plan.queries] + subqueries
         vectors: dict[str, Any] = {}
         use_vector = "vector" in options_json.get("routes", ["vector"])
         if use_vector:
@@ -205,7 +224,8 @@ class RecallMixin:
         fetch = min(_MAX_K, k + 10) if want_trace else k
         params = {"tenant": self.tenant,
                   "plan": Jsonb({"query": query,
-                                 "queries": [q.to_json() for q in the_plan.queries]}),
+                                 "queries": [q.to_json() for q in the_plan.queries],
+                                 **({"subqueries": subqueries} if subqueries else {})}),
                   "embeddings": embeddings, "k": fetch, "filter": Jsonb(flt),
                   "options": Jsonb({**options_json, "backstop_weight": float(backstop),
                                     "with_general": WITH_GENERAL if with_general is None
@@ -235,7 +255,8 @@ class RecallMixin:
                                               "routes": r["routes"]})
                            for r in hits[:k])
                 self._finish(out, the_plan, reasons, fallback, notes,
-                             {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started)
+                             {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started,
+                             split)
                 if want_trace and self.replica is None:  # type: ignore[attr-defined]
                     out.trace_id = self._write_trace(conn, query, k, flt, out, hits)
             if want_trace and out.trace_id is None:  # the read ran on a standby
@@ -251,13 +272,18 @@ class RecallMixin:
         # the planned search failed as a whole: a flat search across all categories instead
         flat_options = {key: val for key, val in options_json.items()}
         t0 = time.perf_counter()
-        flat = self._search(query, embeddings[0] if embeddings else None, k, flt,  # type: ignore[attr-defined]
-                            flat_options, False, 0.0)
+        vector = embeddings[0] if embeddings else None
+        if subqueries:  # the decomposed flat search
+            flat = search_decomposed(self, query, vector, subqueries, k, flt, flat_options,
+                                     False, 0.0, split)
+        else:
+            flat = self._search(query, vector, k, flt,  # type: ignore[attr-defined]
+                                flat_options, False, 0.0)
         db_ms = (time.perf_counter() - t0) * 1000
         out = RecallResults(flat)
         reasons.append("fallback")
         self._finish(out, the_plan, reasons, True, {"routes": [], "fallback": True},
-                     {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started)
+                     {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started, split)
         if want_trace:
             with self._transaction() as conn:  # type: ignore[attr-defined]
                 out.trace_id = self._write_trace(conn, query, k, flt, out, None)
@@ -265,8 +291,9 @@ class RecallMixin:
 
     @staticmethod
     def _finish(out: RecallResults, plan: QueryPlan, reasons: list[str], fallback: bool,
-                notes: dict[str, Any], timings: dict[str, float], started: float) -> None:
-        out.plan, out.fallback, out.notes = plan, fallback, notes
+                notes: dict[str, Any], timings: dict[str, float], started: float,
+                split: Decomposition | None = None) -> None:
+        out.plan, out.fallback, out.notes, out.decomposition = plan, fallback, notes, split
         out.reasons = tuple(dict.fromkeys(reasons))
         out.status = _status(bool(out), list(out.reasons))
         out.timings = {key: round(val, 3) for key, val in timings.items()}
@@ -300,6 +327,10 @@ class RecallMixin:
         plan_json["query"] = redact(plan.query, also=found)
         for q in plan_json["queries"]:
             q["text"] = redact(q["text"], also=found)
+        if out.decomposition is not None:
+            plan_json["decomposition"] = {**out.decomposition.to_json(), "query": None,
+                                          "subqueries": [redact(t, also=found) for t in
+                                                         out.decomposition.subqueries]}
         return conn.execute(_sql.query("insert_trace"), {
             "tenant": self.tenant, "subject": self._trace_subject(flt), "query": redact(query),
             "intent": plan.intent, "plan_source": plan.source, "fallback": out.fallback,

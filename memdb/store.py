@@ -34,7 +34,7 @@ from .agent_loop import AgentLoop
 from .classify import classify
 from .connection import Database, set_local
 from .context import ContextBuilder
-from .decompose import search_decomposed, split_query
+from .decompose import search_decomposed
 from .documents import Documents
 from .embeddings import Embedder, check_vector, embed_checked, embedder_from_env
 from .errors import (
@@ -730,11 +730,15 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         else:
             vector = embed_checked(self.embedder, [query], query=True)[0]
         embedded = time.perf_counter()
-        subqueries = split_query(query) if opts.decompose else []
-        if subqueries:  # query decomposition: the variants fused in one SQL call
-            return search_decomposed(self, query, vector, subqueries, k, flt, options_json,
-                                     explain, embedded - started)
-        return self._search(query, vector, k, flt, options_json, explain, embedded - started)
+        split = self.planner.decompose(query) if opts.decompose else None
+        if split is not None and split.subqueries:  # the variants fused in one SQL call
+            return search_decomposed(self, query, vector, list(split.subqueries), k, flt,
+                                     options_json, explain, embedded - started, split)
+        results = self._search(query, vector, k, flt, options_json, explain,
+                               embedded - started)
+        if split is not None and results.explain is not None:
+            results.explain["decomposition"] = split.to_json()
+        return results
 
     def search_by_vector(self, vector: Any, k: int = 10,
                          filter: Filter | dict[str, Any] | None = None, *,

@@ -28,10 +28,27 @@ SPLITS = [
     ("Where did Jon go and what did he buy there?", ["Where did Jon go", "what did he buy there?"]),
     ("小明和小红都喜欢什么运动？", ["小明都喜欢什么运动？", "小红都喜欢什么运动？"]),
     ("他去了哪里以及买了什么", ["他去了哪里", "买了什么"]),
+    # the sentence's first word or an auxiliary is no name
+    ("Did Jon and Gina both take part in dance competitions?",
+     ["Did Jon take part in dance competitions?", "Did Gina take part in dance competitions?"]),
+    ("Do Jon and Gina start businesses?", ["Do Jon start businesses?",
+                                           "Do Gina start businesses?"]),
+    # a possessive on the last name is each one's; names of up to three words
+    ("Who is Tim and John's favorite player?",
+     ["Who is Tim's favorite player?", "Who is John's favorite player?"]),
+    ("Would Tim enjoy books by C. S. Lewis or John Greene?",
+     ["Would Tim enjoy books by C. S. Lewis?", "Would Tim enjoy books by John Greene?"]),
+    ("Where did Jon go, and did he stay there?", ["Where did Jon go", "did he stay there?"]),
+    ("小明和小红是否都去过北京？", ["小明是否都去过北京？", "小红是否都去过北京？"]),
+    ("小明和小红有什么共同爱好？", ["小明有什么共同爱好？", "小红有什么共同爱好？"]),
 ]
 NO_SPLIT = ["Does Caroline like rock and roll?", "What is Melanie's favorite book?",
             "salt and pepper", "When did Caroline go to the support group?",
-            "中华人民共和国成立于哪一年", "我喜欢和平", "小明喜欢什么运动", "", "   "]
+            "中华人民共和国成立于哪一年", "我喜欢和平", "小明喜欢什么运动", "", "   ",
+            # a verb phrase sharing the subject is one fact: its half would have no subject
+            "What does Nate do that he loves and can make money from?",
+            "When did Caroline go on a hike and have a bad time?",
+            "Caroline and Melanie painted what?"]
 
 
 @pytest.mark.parametrize("query, subs", SPLITS)

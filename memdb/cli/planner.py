@@ -12,6 +12,7 @@ import click
 from ..demo import summarize_hit
 from ..errors import InvalidInput
 from ..recall import DEFAULT_BACKSTOP
+from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, store
 from ._format import print_hits, short, table
 from ._groups import legacy, maintenance, traces
@@ -69,10 +70,14 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
               help="Let a scoped route pull in memories the flat search ranked below k "
                    "(default: the flat top k, ordered by the plan).")
 @click.option("--no-trace", is_flag=True, help="Do not write a retrieval trace.")
+@click.option("--decompose", is_flag=True, default=None,
+              help="Split a question joining two facts into sub-queries (the LLM's when one "
+                   "is configured, else the heuristic's) and fuse their searches as the "
+                   "all-categories route (off by default).")
 @json_option
 def recall(query: str, k: int, hotness: float | None, backstop: float | None,
-           general: bool | None, no_anchor: bool, no_trace: bool, as_json: bool,
-           **filters: Any) -> None:
+           general: bool | None, no_anchor: bool, no_trace: bool, decompose: bool | None,
+           as_json: bool, **filters: Any) -> None:
     """Planned search: decide where to look, search there, never silently miss.
 
     Returns the memories a flat search finds at k, ordered by the plan (--no-anchor lets the
@@ -81,7 +86,9 @@ def recall(query: str, k: int, hotness: float | None, backstop: float | None,
     """
     res = store().recall(query, k=k, hotness=hotness, backstop=backstop, with_general=general,
                          anchor=False if no_anchor else None,
-                         trace=False if no_trace else None, **filter_args(filters))
+                         trace=False if no_trace else None,
+                         options=SearchOptions(decompose=decompose) if decompose else None,
+                         **filter_args(filters))
     if as_json:
         emit_json({"query": query, **res.to_dict()})
         return
@@ -89,6 +96,10 @@ def recall(query: str, k: int, hotness: float | None, backstop: float | None,
     click.echo(f"status {res.status.value}{reasons}  trace {res.trace_id or '-'}")
     if res.plan is not None:
         _print_plan(res.plan.to_json())
+    if res.decomposition is not None:
+        d = res.decomposition
+        how = d.source + (f", fallback ({d.reason})" if d.fallback else "")
+        click.echo(f"sub-queries ({how}): " + (" | ".join(d.subqueries) or "none"))
     if res:
         print_hits([summarize_hit(h) | {"routes": {r: v.get("rank") for r, v in
                                                     (h.details.get("routes") or {}).items()}}

@@ -32,6 +32,14 @@
 -- row's score can be below the score of a row after it). MMR options are ignored here.
 -- Extra options: backstop_weight in [0, 10] (default 0); with_general boolean (default false);
 -- anchor_k integer in [0, p_k] (default p_k).
+-- Query decomposition: a plan key "subqueries" (a JSON array of at most 3 non-blank strings, at
+-- most 1000 characters each; MemoryStore.recall with option decompose sets it) makes the
+-- all-categories route the decomposed search: the query and its sub-queries, each searched by
+-- memdb.search_hybrid with the caller's filter and options and fused by weighted RRF (weight 1
+-- each, the options' rrf_k) by memdb.search_fused (memdb.planned_fused_route), with the
+-- per-variant depth search_fused uses at k = anchor_k (or p_k); sub-query j's vector is
+-- p_embeddings[n + 1 + j], n the number of typed queries (NULL: p_embeddings[1]). Anchored, the
+-- result then holds exactly the memories the decomposed flat search returns at k.
 -- Example: SELECT * FROM memdb.search_planned('default',
 --   '{"query": "上次那个项目", "queries": [{"text": "项目", "categories": ["entities", "events"],
 --     "strategy": "bm25", "weight": 1}]}', NULL, 5, '{"subject": "lisi"}',
@@ -72,6 +80,10 @@ DECLARE
     qweights jsonb := '{}'::jsonb;
     route_notes jsonb := '[]'::jsonb;
     need_fallback boolean := false;
+    n_queries integer;
+    n_subs integer := 0;
+    variants jsonb;
+    sub_embeddings vector[];
     use_all boolean;
     w_all double precision;
     v_now timestamptz;
@@ -85,6 +97,15 @@ BEGIN
         RAISE EXCEPTION 'a plan is an object with a query string and at most 3 queries'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF p_plan ? 'subqueries' AND (jsonb_typeof(p_plan -> 'subqueries') <> 'array'
+       OR jsonb_array_length(p_plan -> 'subqueries') > 3
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(p_plan -> 'subqueries') s
+                  WHERE jsonb_typeof(s) <> 'string' OR btrim(s #>> '{}') = ''
+                     OR length(s #>> '{}') > 1000)) THEN
+        RAISE EXCEPTION 'plan subqueries must be an array of at most 3 non-blank strings of at most 1000 characters'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    n_subs := coalesce(jsonb_array_length(p_plan -> 'subqueries'), 0);
     IF jsonb_typeof(o -> 'backstop_weight') IS DISTINCT FROM 'number' AND o ? 'backstop_weight'
        OR backstop < 0 OR backstop > 10 THEN
         RAISE EXCEPTION 'option "backstop_weight" must be a number in [0, 10]' USING ERRCODE = 'invalid_parameter_value';
@@ -162,9 +183,24 @@ BEGIN
         w_all := CASE WHEN need_fallback THEN greatest(backstop, 1) ELSE backstop END;
         err := NULL;
         BEGIN
-            got := memdb.planned_route(0, p_tenant, p_plan ->> 'query',
-                                       CASE WHEN p_embeddings IS NULL THEN NULL ELSE p_embeddings[1] END,
-                                       depth, f, all_options);
+            IF n_subs > 0 THEN  -- the decomposed search: the query and its sub-queries fused
+                n_queries := jsonb_array_length(p_plan -> 'queries');
+                variants := jsonb_build_array(jsonb_build_object('query', p_plan -> 'query'))
+                            || (SELECT jsonb_agg(jsonb_build_object('query', s.value) ORDER BY s.n)
+                                FROM jsonb_array_elements(p_plan -> 'subqueries') WITH ORDINALITY s(value, n));
+                IF p_embeddings IS NOT NULL THEN
+                    sub_embeddings := ARRAY[p_embeddings[1]] || ARRAY(
+                        SELECT coalesce(p_embeddings[n_queries + 1 + j], p_embeddings[1])
+                        FROM generate_series(1, n_subs) j ORDER BY j);
+                END IF;
+                got := memdb.planned_fused_route(0, p_tenant, variants, sub_embeddings, depth, f,
+                                                 base, rrf_k,
+                                                 greatest(50, 2 * CASE WHEN anchor_k > 0 THEN anchor_k ELSE p_k END));
+            ELSE
+                got := memdb.planned_route(0, p_tenant, p_plan ->> 'query',
+                                           CASE WHEN p_embeddings IS NULL THEN NULL ELSE p_embeddings[1] END,
+                                           depth, f, all_options);
+            END IF;
             n := jsonb_array_length(got);
         EXCEPTION WHEN others THEN
             got := '[]'::jsonb;
@@ -174,7 +210,7 @@ BEGIN
         found_rows := found_rows || got;
         qweights := qweights || jsonb_build_object('0', w_all);
         route_notes := route_notes || jsonb_build_object('route', 'all', 'categories', '[]'::jsonb,
-            'strategy', 'semantic', 'weight', w_all, 'rows', n, 'error', err,
+            'strategy', 'semantic', 'weight', w_all, 'rows', n, 'error', err, 'subqueries', n_subs,
             'reason', CASE WHEN need_fallback THEN 'fallback'
                            WHEN backstop > 0 THEN 'backstop' ELSE 'anchor' END);
     END IF;
