@@ -51,10 +51,15 @@ class Cursor:
     def statusmessage(self) -> str | None:
         return self._cursor.statusmessage
 
+    @property
+    def pgresult(self) -> Any:
+        return self._cursor.pgresult
+
 
 class Connection:
-    """An ``AsyncConnection`` used synchronously (execute, transaction, commit, rollback);
-    other attributes (``info``, ``adapters``, ``closed``...) are the connection's own."""
+    """An ``AsyncConnection`` used synchronously (execute, transaction, pipeline, commit,
+    rollback); other attributes (``info``, ``adapters``, ``closed``...) are the connection's
+    own."""
 
     __slots__ = ("_conn",)
 
@@ -66,6 +71,9 @@ class Connection:
 
     def transaction(self, *args: Any, **kwargs: Any) -> Any:
         return sync_context(self._conn.transaction(*args, **kwargs))
+
+    def pipeline(self) -> Any:
+        return sync_context(self._conn.pipeline())
 
     def commit(self) -> None:
         wait(self._conn.commit())

@@ -16,6 +16,7 @@ import os
 import select
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -103,23 +104,73 @@ def _citus_statements(name: str) -> list[sql.SQL]:
     return [sql.SQL(part.strip()) for part in text.split(";") if part.strip()]  # type: ignore[arg-type]
 
 
-def set_local(conn: psycopg.Connection, name: str, params: dict[str, str]) -> None:
+def set_local(conn: psycopg.Connection, name: str, params: dict[str, str]) -> list[Any]:
     """Set transaction-local settings with named query ``name`` (``set_config(..., true)``
-    calls: one round trip). On Citus its ``<name>_citus`` twin runs instead: ``SET LOCAL``
+    calls: one statement). On Citus its ``<name>_citus`` twin runs instead: ``SET LOCAL``
     statements with the values as quoted literals, one at a time (Citus passes a SET on to the
     workers as the text it came in, which must be that statement alone). Citus passes SET
     LOCAL on to the workers a transaction uses (``citus.propagate_set_commands = 'local'``,
     set by the twin) and does not pass on set_config: row-level security and the history
-    trigger on the workers would see no tenant, subject, actor or reason."""
+    trigger on the workers would see no tenant, subject, actor or reason. Returns the
+    statements' cursors (in pipeline mode their results arrive at the next sync)."""
     if on_citus(conn):
         # the history trigger's default actor is session_user: on a worker that is the role
         # Citus connects as, so the coordinator's login is passed on instead
         params = {**params, "actor": params.get("actor") or conn.info.user}
         literals = {key: sql.Literal(val) for key, val in params.items()}
-        for statement in _citus_statements(name):
-            conn.execute(statement.format(**literals))
-    else:
-        conn.execute(_sql.query(name), params)
+        return [conn.execute(statement.format(**literals))
+                for statement in _citus_statements(name)]
+    return [conn.execute(_sql.query(name), params)]
+
+
+def _isolate(conn: psycopg.Connection, tenant: str, subject: str | None) -> list[Any]:
+    """Confine the transaction to ``tenant`` (and ``subject``): role memdb_app and the
+    row-level-security keys, set LOCAL (they end with the transaction, however it ends)."""
+    return set_local(conn, "set_isolation", {"tenant": tenant, "subject": subject or ""})
+
+
+def _raise_if_unmigrated(exc: psycopg.Error) -> None:
+    """NotMigrated for the isolation settings' error on a database without role memdb_app."""
+    if getattr(exc, "sqlstate", None) in ("22023", "42704"):
+        raise NotMigrated("role memdb_app is missing (is the schema migrated? "
+                          "run `memdb migrate`)") from exc
+
+
+@contextlib.contextmanager
+def _pipelined(conn: psycopg.Connection, tenant: str | None,
+               subject: str | None) -> Iterator[None]:
+    """One transaction in one round trip (see :meth:`Database.transaction`).
+
+    BEGIN and COMMIT are memdb's own statements in autocommit mode (psycopg's transaction()
+    would sync after its BEGIN). The isolation settings are the transaction's first statements:
+    if they fail, the server skips everything after them up to the sync, so nothing runs
+    without them. Whatever ends the block (a server error, which leaves the transaction
+    aborted, or a client-side one before COMMIT was queued), a transaction still open after the
+    sync is rolled back here before the connection goes back to the pool, and with it the
+    transaction-local settings. A 22023 / 42704 error is NotMigrated only when it is the
+    settings' own: their cursors then have no result (SQL-side checks raise 22023 too)."""
+    settings: list[Any] = []
+    conn.autocommit = True
+    try:
+        with conn.pipeline():
+            conn.execute(_sql.query("begin_transaction"))
+            if tenant is not None:
+                settings = _isolate(conn, tenant, subject)
+            try:
+                yield
+            except psycopg.Rollback:
+                conn.execute(_sql.query("rollback_transaction"))
+            else:
+                conn.execute(_sql.query("commit_transaction"))
+    except psycopg.Error as exc:
+        if any(cursor.pgresult is None for cursor in settings):
+            _raise_if_unmigrated(exc)
+        raise
+    finally:
+        with contextlib.suppress(psycopg.Error):  # broken: the pool discards it
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()
+            conn.autocommit = False
 
 
 def check_server(conn: psycopg.Connection) -> None:
@@ -301,8 +352,8 @@ class Database:
             return
 
     @contextlib.contextmanager
-    def transaction(self, *, tenant: str | None = None,
-                    subject: str | None = None) -> Iterator[psycopg.Connection]:
+    def transaction(self, *, tenant: str | None = None, subject: str | None = None,
+                    pipelined: bool = False) -> Iterator[psycopg.Connection]:
         """A pooled connection inside one transaction; driver errors become memdb errors.
 
         With ``tenant``, the transaction runs as the application role ``memdb_app`` with
@@ -310,19 +361,24 @@ class Database:
         confines every statement to that tenant's (and subject's) rows. Without it, the
         transaction runs as the login: on the data path (``memdb_user`` or an app login) that
         sees nothing; on :class:`memdb.MemoryAdmin`'s, the admin.
+
+        ``pipelined``: the block's statements are only queued (psycopg's pipeline mode), and
+        BEGIN, the settings, the statements and COMMIT go to the server together: one round
+        trip. Read their cursors after the block (a fetch inside it costs a round trip of its
+        own); ``raise psycopg.Rollback()`` in the block ends it with ROLLBACK instead.
         """
         try:
             with self._connection() as conn:
+                if pipelined:
+                    with _pipelined(conn, tenant, subject):
+                        yield conn
+                    return
                 with conn.transaction():
                     if tenant is not None:
                         try:
-                            set_local(conn, "set_isolation",
-                                      {"tenant": tenant, "subject": subject or ""})
+                            _isolate(conn, tenant, subject)
                         except psycopg.Error as exc:
-                            if getattr(exc, "sqlstate", None) in ("22023", "42704"):
-                                raise NotMigrated(
-                                    "role memdb_app is missing (is the schema migrated? "
-                                    "run `memdb migrate`)") from exc
+                            _raise_if_unmigrated(exc)
                             raise
                     yield conn
         except psycopg.Error as exc:

@@ -363,18 +363,21 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             self._space_id = int(row["id"])
         return self._space_id
 
-    def _transaction(self) -> Any:
+    def _transaction(self, *, pipelined: bool = False) -> Any:
         """A transaction on the primary confined by row-level security to this store's tenant
-        (and subject); with a read replica, later read_your_writes reads wait for its commit."""
-        transaction = self.db.transaction(tenant=self.tenant, subject=self.subject)
+        (and subject); with a read replica, later read_your_writes reads wait for its commit.
+        ``pipelined``: one round trip, cursors read after the block (Database.transaction)."""
+        transaction = self.db.transaction(tenant=self.tenant, subject=self.subject,
+                                          pipelined=pipelined)
         return transaction if self.replica is None else self.replica.writing(transaction)
 
-    def _read(self) -> Any:
+    def _read(self, *, pipelined: bool = False) -> Any:
         """A read-only transaction confined like :meth:`_transaction`: on the read replica
         when there is one (per the consistency in force), else on the primary."""
         if self.replica is None:
-            return self.db.transaction(tenant=self.tenant, subject=self.subject)
-        return self.replica.read(self.tenant, self.subject)
+            return self.db.transaction(tenant=self.tenant, subject=self.subject,
+                                       pipelined=pipelined)
+        return self.replica.read(self.tenant, self.subject, pipelined=pipelined)
 
     @_bridge.no_io
     def consistency(self, consistency: str, *, timeout: float | None = None) -> Any:
@@ -510,20 +513,20 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         options = Jsonb(policy.sql_options() if policy is not None else {})
         # A transaction of several statements can deadlock with a concurrent writer of the
         # same contents (each statement locks its keys, then the tenant's BM25 statistics
-        # row); PostgreSQL aborts one of them, which is retried as a whole.
+        # row); PostgreSQL aborts one of them, which is retried as a whole. The settings and
+        # every batch go to the server in one round trip (pipelined); rows are read after.
         for attempt in range(_WRITE_ATTEMPTS):
-            rows: list[dict[str, Any]] = []
             try:
-                with self._transaction() as conn:
+                with self._transaction(pipelined=True) as conn:
                     self._begin(conn, reason)
-                    for start in range(0, len(payload), batch_size):
-                        rows.extend(conn.execute(_sql.query("write_memories"), {
-                            "items": Jsonb(payload[start:start + batch_size]),
-                            "embeddings": vectors[start:start + batch_size],
-                            "space_id": space_id, "options": options,
-                        }).fetchall())
+                    batches = [conn.execute(_sql.query("write_memories"), {
+                        "items": Jsonb(payload[start:start + batch_size]),
+                        "embeddings": vectors[start:start + batch_size],
+                        "space_id": space_id, "options": options,
+                    }) for start in range(0, len(payload), batch_size)]
                     if dry_run:
                         raise psycopg.Rollback()
+                rows = [row for batch in batches for row in batch.fetchall()]
                 break
             except DatabaseError as exc:
                 state = getattr(exc.__cause__, "sqlstate", None)
@@ -755,10 +758,12 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         params = {"tenant": self.tenant, "query": query, "embedding": vector, "k": k,
                   "filter": Jsonb(flt), "options": Jsonb(options)}
         started = time.perf_counter()
-        with self._read() as conn:
-            rows = conn.execute(_sql.query("search_hybrid"), params).fetchall()
-            prf = (conn.execute(_sql.query("prf_terms"), params).fetchall()
-                   if explain and options.get("prf") else None)
+        with self._read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
+            found = conn.execute(_sql.query("search_hybrid"), params)
+            expanded = (conn.execute(_sql.query("prf_terms"), params)
+                        if explain and options.get("prf") else None)
+        rows = found.fetchall()
+        prf = expanded.fetchall() if expanded is not None else None
         results = SearchResults(
             SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
                       details={key: r[key] for key in _DETAIL_KEYS})

@@ -23,3 +23,14 @@ SET LOCAL memdb.actor = {actor};
 -- Once per pooled connection (memdb.connection._configure): pgvector's type, and Citus.
 SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector') AS vector,
        EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus;
+
+-- name: begin_transaction
+-- memdb.connection's pipelined transaction: BEGIN, the isolation settings, the statements and
+-- COMMIT (or ROLLBACK) go to the server in one round trip.
+BEGIN;
+
+-- name: commit_transaction
+COMMIT;
+
+-- name: rollback_transaction
+ROLLBACK;
