@@ -154,3 +154,40 @@ def test_search_hybrid_keeps_one_generic_plan_on_plain_postgresql(store, fresh_d
             for flt, opts in cases:
                 rows = run(conn, flt, opts)
                 assert rows and rows == first[json.dumps([flt, opts])], (flt, opts)
+
+
+def test_exact_route_matches_the_whole_query_whatever_words_it_searches_by(store, fresh_db):
+    """A long query searches the trigram index by its two longest words only: the rows must
+    still be exactly the memories holding the whole query (case-insensitive), scored and
+    ordered as before, in English and Chinese; words present but apart do not match."""
+    vectors = _units(121, 8)
+    texts = []
+    for i in range(40):
+        texts += [f"Note {i}: the Green Tea matcha latte recipe from Kyoto, 50% off_sale now",
+                  f"note {i}: matcha from Kyoto, and a latte; green tea recipe later",
+                  f"{i} 京都的抹茶拿铁 配方 green tea matcha latte recipe 很好"]
+    texts.append("Latte latte LATTE art class")
+    store.add_many([MemoryInput(content=t, subject="s" if i % 2 else "t", embedding=vectors[i])
+                    for i, t in enumerate(texts)], batch_size=60)
+    queries = ["green tea matcha latte recipe", "tea matcha latte recipe from kyoto",
+               "GREEN   Tea Matcha", "recipe from kyoto green tea", "50% off_sale now",
+               "matcha latte recipe 很好", "抹茶拿铁 配方 green", "latte latte latte",
+               "the green tea", "kyoto, 50% off"]
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        rows = conn.execute("SELECT id, content, subject FROM memdb.memories").fetchall()
+        for query in queries:
+            q = " ".join(query.split()).lower()
+            for subject in (None, "s"):
+                want = sorted(((r[0], len(q) / len(r[1])) for r in rows
+                               if q in r[1].lower() and subject in (None, r[2])),
+                              key=lambda r: (-r[1], str(r[0])))[:50]
+                flt = json.dumps({"subject": subject} if subject else {})
+                got = conn.execute(
+                    "SELECT id, score FROM memdb.search_exact('default', %s, 50, %s)",
+                    (query, flt)).fetchall()
+                assert [r[0] for r in got] == [r[0] for r in want], (query, subject)
+                assert [r[1] for r in got] == pytest.approx([r[1] for r in want])
+        assert len(conn.execute("SELECT * FROM memdb.search_exact('default', "
+                                "'latte latte latte', 50)").fetchall()) == 1
+        assert conn.execute("SELECT count(*) FROM memdb.search_exact('default', "
+                            "'recipe from kyoto green tea', 50)").fetchone()[0] == 0
