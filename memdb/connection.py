@@ -365,11 +365,12 @@ class Database:
         ``pipelined``: the block's statements are only queued (psycopg's pipeline mode), and
         BEGIN, the settings, the statements and COMMIT go to the server together: one round
         trip. Read their cursors after the block (a fetch inside it costs a round trip of its
-        own); ``raise psycopg.Rollback()`` in the block ends it with ROLLBACK instead.
+        own); ``raise psycopg.Rollback()`` in the block ends it with ROLLBACK instead. With a
+        libpq older than 14 (no pipeline mode) it is an ordinary transaction: the same results.
         """
         try:
             with self._connection() as conn:
-                if pipelined:
+                if pipelined and psycopg.Pipeline.is_supported():  # libpq 14+
                     with _pipelined(conn, tenant, subject):
                         yield conn
                     return

@@ -221,3 +221,19 @@ def test_a_missing_role_is_not_migrated_in_a_pipeline(roleless_server, embedder,
         for query in ("green tea", "绿茶"):
             with pytest.raises(NotMigrated, match="memdb migrate"):
                 store.search(query, routes=["bm25"])  # no vector: the settings' error
+
+
+@BOTH
+def test_without_pipeline_mode_the_same_calls_still_work(store, round_trips, monkeypatch,
+                                                         backend):
+    """A libpq older than 14 has no pipeline mode: the pipelined transaction is then an
+    ordinary one (a round trip per statement, as before: on Citus each SET LOCAL is one) with
+    the same results, read after the block."""
+    monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
+    store.add("warm-up")
+    round_trips.clear()
+    assert store.add("Alice drinks green tea / 爱丽丝喝绿茶").created
+    assert [r.outcome for r in store.add_many(["a / 甲", "b / 乙", "c / 丙"], batch_size=2)] == [
+        "created"] * 3
+    assert store.search("绿茶", k=3)[0].memory.content == "Alice drinks green tea / 爱丽丝喝绿茶"
+    assert round_trips == {"local": [5, 6, 4], "citus": [11, 12, 8]}[backend]
