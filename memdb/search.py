@@ -43,6 +43,13 @@ class SearchOptions:
     "Name: text" whose speaker the query names ("What books has Melanie read?") scores
     (1 + speaker_weight) times as much (speaker_weight in [0, 10], default 0.5; SQL option
     speaker_boost, see memdb.speaker_of).
+    temporal: a weight in [0, 10] (True = 1, the cross-validated choice; off by default): for
+    a query that asks about time ("when did ...", "how long ago", 什么时候) a memory whose
+    content carries a time ("yesterday", "last week", 去年, "7 May 2023", "for 4 years")
+    scores (1 + temporal) times as much, and (1 + temporal) more when the query names a time
+    ("in June", "last week", 2022年, resolved against as_of or now) that the memory's event
+    time falls in (its content's time resolved against its own valid_from, else its
+    valid_from) - see memdb.temporal_boost.
     """
 
     routes: tuple[str, ...] | None = None
@@ -67,6 +74,7 @@ class SearchOptions:
     decompose: bool | None = None
     speaker: bool | None = None
     speaker_weight: float | None = None
+    temporal: float | bool | None = None
 
     def replace(self, **changes: Any) -> SearchOptions:
         """These options with the non-None ``changes`` laid over them; ``weights`` are merged
@@ -123,6 +131,12 @@ class SearchOptions:
                 if not isinstance(value, int):
                     raise InvalidInput(f"{name} must be an integer or a boolean")
                 out[name] = value
+        if self.temporal is True:
+            out["temporal"] = 1.0
+        elif self.temporal is False:
+            out["temporal"] = 0.0
+        elif self.temporal is not None:
+            out["temporal"] = _number(self.temporal, "temporal")
         if self.speaker is not None and not isinstance(self.speaker, bool):
             raise InvalidInput("speaker must be a boolean")
         if self.speaker_weight is not None:
@@ -144,7 +158,7 @@ class SearchOptions:
 # the round trip, the same on every server. (Twice a full test run on the Citus cluster let
 # prf = 101 through to the search without the SQL check refusing it; not yet explained.)
 _RANGES = (("neighbors", 0, 10), ("neighbor_weight", 0, 1), ("prf", 0, 100),
-           ("prf_terms", 1, 100), ("prf_weight", 0, 1))
+           ("prf_terms", 1, 100), ("prf_weight", 0, 1), ("temporal", 0, 10))
 
 
 def _number(value: Any, name: str) -> float:

@@ -48,6 +48,10 @@ from ._shared import filter_args, filter_options, pairs
     (["--speaker"], {"type": float, "metavar": "W",
                      "help": "Transcript lines 'Name: text' whose speaker the query names score "
                              "(1 + W) times as much (0-10; off by default)."}),
+    (["--temporal"], {"type": float, "metavar": "W",
+                      "help": "For a question about time, memories that carry a time score "
+                              "(1 + W) times as much, (1 + W) more when they fall in a time "
+                              "the query names (0-10; off by default)."}),
     (["--explain", "--sql", "explain"], {"is_flag": True,
                                          "help": "Also show the SQL, its parameters and timings."}),
 )
@@ -57,7 +61,7 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
            neighbors: int | None, neighbor_weight: float | None, prf: int | None,
            prf_terms: int | None, prf_weight: float | None, decompose: bool | None,
            speaker: float | None,
-           **filters: Any) -> None:
+           temporal: float | None, **filters: Any) -> None:
     """Find the memories that best match QUERY, best first.
 
     Hybrid search: vector, BM25 and exact-match routes fused by weighted RRF in SQL.
@@ -69,7 +73,7 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
                                neighbors=neighbors, neighbor_weight=neighbor_weight, prf=prf,
                                prf_terms=prf_terms, prf_weight=prf_weight,
                                speaker=None if speaker is None else True, speaker_weight=speaker,
-                               decompose=decompose),
+                               decompose=decompose, temporal=temporal),
                            **filter_args(filters))
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits],

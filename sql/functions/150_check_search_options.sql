@@ -17,6 +17,8 @@
 --   prf 0..100 (default 0 = off): pseudo-relevance feedback, the BM25 route runs the query
 --   expanded with prf_terms 1..100 (default 10) terms from the first pass's top prf memories,
 --   the original terms weighted prf_weight in [0, 1] (default 0.5) (memdb.prf_terms).
+--   temporal in [0, 10] (default 0 = off): the weight of memdb.temporal_boost (memories that
+--   carry a time, for a query that asks about time or names one; see memdb.search_hybrid).
 --   speaker_boost in [0, 10] (default 0 = off): a transcript line "Name: text" whose speaker
 --   the query names scores (1 + speaker_boost) times as much (memdb.speaker_of).
 CREATE OR REPLACE FUNCTION memdb.check_search_options(p_options jsonb)
@@ -62,7 +64,7 @@ BEGIN
         ELSIF k IN ('depth', 'rrf_k', 'k1', 'b', 'candidate_df_ratio', 'mmr_lambda', 'mmr_candidates',
                     'decay_weight', 'hotness_weight', 'importance_weight', 'half_life_days',
                     'exact_limit', 'space_id', 'system_boost', 'neighbors', 'neighbor_weight',
-                    'prf', 'prf_terms', 'prf_weight', 'speaker_boost') THEN
+                    'prf', 'prf_terms', 'prf_weight', 'speaker_boost', 'temporal') THEN
             IF jsonb_typeof(v) <> 'number' THEN
                 RAISE EXCEPTION 'option "%" must be a number', k USING ERRCODE = 'invalid_parameter_value';
             END IF;
@@ -76,6 +78,7 @@ BEGIN
                OR (k = 'prf' AND (x < 0 OR x > 100 OR x <> trunc(x)))
                OR (k = 'speaker_boost' AND (x < 0 OR x > 10))
                OR (k = 'prf_terms' AND (x < 1 OR x > 100 OR x <> trunc(x)))
+               OR (k = 'temporal' AND (x < 0 OR x > 10))
                OR (k = 'candidate_df_ratio' AND (x <= 0 OR x > 1))
                OR (k IN ('exact_limit', 'space_id') AND (x < 0 OR x <> trunc(x))) THEN
                 RAISE EXCEPTION 'option "%" is out of range: %', k, x USING ERRCODE = 'invalid_parameter_value';

@@ -25,6 +25,12 @@
 --      candidates with score neighbor_weight ^ distance times the hit's (memdb.search_neighbors;
 --      a candidate keeps the higher of its own and a lent score; route columns NULL for a
 --      neighbour no route found);
+--   3d. with temporal set (a weight, off by default), the multiplier also holds
+--      memdb.temporal_boost: a memory whose content carries a time scores (1 + temporal) times
+--      as much when the query asks about time (memdb.temporal_intent), and (1 + temporal) more
+--      when the query names a time (memdb.time_range against as_of or now()) that the memory's
+--      event time (its content's time resolved against its valid_from, else its valid_from)
+--      overlaps (computed only for the candidates that can reach the top: see CTE b);
 --   3e. with speaker_boost set (a weight, off by default), a memory written as a transcript
 --      line "Name: text" whose speaker (memdb.speaker_of) the query names (one of
 --      memdb.entity_candidates(p_query): a whole word, a CJK substring) scores
@@ -71,6 +77,9 @@ DECLARE
     prf_t text[];
     prf_w double precision[];
     n_window integer;
+    temporal_w double precision;
+    t_intent boolean := false;
+    t_range tstzrange;
     speaker_w double precision;
     q_names text[];
 BEGIN
@@ -99,6 +108,14 @@ BEGIN
                  ELSE p_k END;
     depth := coalesce((o ->> 'depth')::integer, greatest(50, 2 * pool));
     v_now := coalesce((f ->> 'as_of')::timestamptz, now());
+    temporal_w := coalesce((o ->> 'temporal')::double precision, 0);
+    IF temporal_w > 0 AND p_query IS NOT NULL THEN
+        t_intent := memdb.temporal_intent(p_query);
+        t_range := memdb.time_range(p_query, v_now);
+        IF NOT t_intent AND t_range IS NULL THEN
+            temporal_w := 0;  -- nothing temporal asked: no factor to compute
+        END IF;
+    END IF;
     speaker_w := coalesce((o ->> 'speaker_boost')::double precision, 0);
     IF speaker_w > 0 THEN
         q_names := memdb.entity_candidates(p_query);  -- NULL for a NULL query: no speaker named
@@ -144,10 +161,10 @@ BEGIN
             WHERE use_exact
         ) r
         GROUP BY r.id
-    ), b AS (
+    ), b0 AS (
         -- base: fused * multiplier; lifted: base with the system boost of an active rule;
         -- sv, sb, se: the route scores with a miss as the lowest score
-        SELECT fu.*, fu.fused * mu.mult * sp.boost AS base, mu.mult * sp.boost AS mult, mu.is_rule,
+        SELECT fu.*, m.content, m.valid_from, fu.fused * mu.mult * sp.boost AS base, mu.mult * sp.boost AS mult, mu.is_rule,
                fu.fused * mu.mult * sp.boost * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
                coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
                coalesce(fu.exact_score, '-Infinity') AS se
@@ -164,6 +181,21 @@ BEGIN
             SELECT CASE WHEN speaker_w > 0 AND memdb.speaker_of(m.content) = ANY(q_names)
                         THEN 1 + speaker_w ELSE 1 END AS boost
         ) sp
+    ), b AS (
+        -- the temporal factor (at most t_max) only where it can matter: a candidate whose
+        -- lifted score times t_max stays below the pool-th base score stays out of the pool
+        -- anyway (every factor is >= 1), so memdb.temporal_boost reads only the likely hits
+        SELECT b0.id, b0.fused, b0.vector_rank, b0.vector_score, b0.bm25_rank, b0.bm25_score,
+               b0.exact_rank, b0.exact_score, b0.base * tb.f AS base, b0.mult * tb.f AS mult,
+               b0.is_rule, b0.lifted * tb.f AS lifted, b0.sv, b0.sb, b0.se
+        FROM b0
+        CROSS JOIN LATERAL (
+            SELECT CASE WHEN temporal_w > 0
+                             AND b0.lifted * (1 + temporal_w * (t_intent::integer + (t_range IS NOT NULL)::integer))
+                                 >= coalesce((SELECT x.base FROM b0 x ORDER BY x.base DESC OFFSET pool - 1 LIMIT 1), 0)
+                        THEN memdb.temporal_boost(b0.content, b0.valid_from, t_intent, t_range, temporal_w)
+                        ELSE 1 END AS f
+        ) tb
     ), beaten AS (
         -- a boosted rule stays below every candidate that beats it (a raw score at least as
         -- high on every fused route, higher on one; a missing score is lowest): the boost
