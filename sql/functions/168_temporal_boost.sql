@@ -24,10 +24,15 @@ BEGIN
         RETURN 1;
     END IF;
     r := memdb.time_range(p_content, p_time);
-    IF p_intent AND (r IS NOT NULL OR lower(p_content) ~ (
+    IF p_intent AND (r IS NOT NULL OR (lower(p_content) LIKE ANY (ARRAY[
+                                           '%0%', '%1%', '%2%', '%3%', '%4%', '%5%', '%6%', '%7%', '%8%',
+                                           '%9%', '%day%', '%week%', '%month%', '%year%', '%decade%',
+                                           '%since%', '%ago%', '%年%', '%月%', '%天%', '%周%', '%星期%',
+                                           '%礼拜%', '%以来%'])
+                                       AND lower(p_content) ~ (
             '\m(?:for|about|over|nearly|almost|around) (?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few|several) (?:days?|weeks?|months?|years?|decades?)\M'
             '|\msince\M|\m(?:19|20)\d\d\M|\m(?:mon|tues|wednes|thurs|fri|satur|sun)days?\M|\mago\M'
-            '|(?:\d+|[一二两三四五六七八九十]+)(?:个)?(?:年|月|天|周|星期)|(?:星期|周|礼拜)[一二三四五六日天]|以来')) THEN
+            '|(?:\d+|[一二两三四五六七八九十]+)(?:个)?(?:年|月|天|周|星期)|(?:星期|周|礼拜)[一二三四五六日天]|以来'))) THEN
         f := f + p_weight;
     END IF;
     IF p_range IS NOT NULL AND coalesce(r, tstzrange(p_time, p_time, '[]')) && p_range THEN
