@@ -74,6 +74,19 @@ def test_the_named_speaker_passes_the_other(store: MemoryStore, lang):
         assert ids(same) == off
 
 
+@pytest.mark.parametrize(("content", "boosted"), [
+    ("Melanie: books!", True), ("  melanie ：books!", True), ("Melanie loves books", False),
+    ("Melanie, about the books you read: tell me", False),
+    ("Melanie" + " " * 40 + ": books", False),  # the colon past the 42 characters read
+    ("Caroline: Melanie read books", False),
+])
+def test_only_a_line_the_named_speaker_says_is_boosted(store: MemoryStore, content, boosted):
+    store.add(content, subject="amy")
+    hit = store.search("What books has Melanie read?", k=1, subject="amy", routes=ROUTES,
+                       options=SearchOptions(speaker=True, speaker_weight=1.0))[0]
+    assert hit.details["multiplier"] == pytest.approx(2.0 if boosted else 1.0)
+
+
 @pytest.mark.parametrize("lang", CASES)
 def test_a_query_naming_nobody_is_unchanged(store: MemoryStore, lang):
     case = CASES[lang]

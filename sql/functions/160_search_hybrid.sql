@@ -34,7 +34,8 @@
 --   3e. with speaker_boost set (a weight, off by default), a memory written as a transcript
 --      line "Name: text" whose speaker (memdb.speaker_of) the query names (one of
 --      memdb.entity_candidates(p_query): a whole word, a CJK substring) scores
---      (1 + speaker_boost) times as much (in the multiplier): "What books has Melanie read?"
+--      (1 + speaker_boost) times as much (in the multiplier, after the system boost; speaker_of
+--      runs once per distinct line prefix): "What books has Melanie read?"
 --      prefers what Melanie said, whose name BM25 drops as too common (candidate_df_ratio);
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
 -- With prf set (off by default), the BM25 route runs the query expanded by pseudo-relevance
@@ -164,8 +165,8 @@ BEGIN
     ), b0 AS (
         -- base: fused * multiplier; lifted: base with the system boost of an active rule;
         -- sv, sb, se: the route scores with a miss as the lowest score
-        SELECT fu.*, m.content, m.valid_from, fu.fused * mu.mult * sp.boost AS base, mu.mult * sp.boost AS mult, mu.is_rule,
-               fu.fused * mu.mult * sp.boost * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
+        SELECT fu.*, m.content, m.valid_from, fu.fused * mu.mult AS base, mu.mult, mu.is_rule,
+               fu.fused * mu.mult * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
                coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
                coalesce(fu.exact_score, '-Infinity') AS se
         FROM fu
@@ -177,10 +178,6 @@ BEGIN
                                           extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult,
                    (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
-        CROSS JOIN LATERAL (
-            SELECT CASE WHEN speaker_w > 0 AND memdb.speaker_of(m.content) = ANY(q_names)
-                        THEN 1 + speaker_w ELSE 1 END AS boost
-        ) sp
     ), b AS (
         -- the temporal factor (at most t_max) only where it can matter: a candidate whose
         -- lifted score times t_max stays below the pool-th base score stays out of the pool
@@ -210,10 +207,26 @@ BEGIN
                       OR (w_exact > 0 AND o2.se > r.se))
         WHERE r.is_rule AND system_boost > 0
         GROUP BY r.id
+    ), sp_line AS (
+        -- speaker match: a candidate's line prefix (the text before its first colon within the
+        -- 42 characters memdb.speaker_of reads); speaker_of runs once per distinct prefix (a
+        -- conversation has few speakers), not once per candidate
+        SELECT y.id, split_part(split_part(y.head, ':', 1), '：', 1) AS prefix
+        FROM (SELECT b.id, (SELECT left(m.content, 42) FROM memdb.memories m
+                            WHERE m.tenant = p_tenant AND m.id = b.id) AS head
+              FROM b WHERE speaker_w > 0 OFFSET 0) y
+        WHERE strpos(y.head, ':') + strpos(y.head, '：') > 0
+    ), sp_prefix AS MATERIALIZED (
+        SELECT d.prefix
+        FROM (SELECT DISTINCT x.prefix FROM sp_line x OFFSET 0) d  -- OFFSET 0: distinct first
+        WHERE memdb.speaker_of(d.prefix || ':') = ANY(q_names)
+    ), sp_named AS (
+        SELECT l.id FROM sp_line l JOIN sp_prefix n ON n.prefix = l.prefix
     ), c AS (
-        SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, bt.cap)) ELSE b.base END AS score,
+        SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, bt.cap)) ELSE b.base END
+                    * CASE WHEN sn.id IS NULL THEN 1 ELSE 1 + speaker_w END AS score,
                coalesce(bt.above, 0) AS above
-        FROM b LEFT JOIN beaten bt ON bt.id = b.id
+        FROM b LEFT JOIN beaten bt ON bt.id = b.id LEFT JOIN sp_named sn ON sn.id = b.id
     ), lend AS (
         -- neighbour expansion: the top pool candidates lend their session neighbours a score;
         -- only those whose lent score (weight * score) beats the pool's last score can change
