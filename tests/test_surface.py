@@ -28,7 +28,9 @@ from memdb.traces import Traces
 # is truly core).
 CORE = {
     "open", "close", "migrate", "add", "add_many", "decide", "get", "list", "count", "update",
-    "delete", "history", "search", "search_by_vector", "recall", "plan", "mark_used",
+    "delete", "history", "search", "search_by_vector", "recall", "plan",
+    "decompose",  # plan's sibling: the sub-queries option decompose would search (no search)
+    "mark_used",
     "remember", "context", "profile", "tool", "dispatch", "task_end",
     "embedder", "llm", "planner", "recall_timeout_ms", "trace_recall", "space_id", "tenant",
     "subject", "actor", "gate", "on_embedding_error", "db",
@@ -87,8 +89,9 @@ def test_store_public_names(store: MemoryStore) -> None:
     assert public(MemoryStore) | public(store) == \
         CORE | set(families) | set(ALIASES) | set(PROPERTIES)
     assert public(store) == CORE | set(families)  # dir(store): the aliases work, unlisted
-    # the shape a newcomer sees, without the aliases (44 before read replicas added two)
-    assert len(CORE) + len(families) <= 46
+    # the shape a newcomer sees, without the aliases (44 before read replicas added two and
+    # query decomposition one)
+    assert len(CORE) + len(families) <= 47
 
 
 def test_families_are_composed_cached_and_typed(store: MemoryStore) -> None:
