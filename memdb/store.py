@@ -676,9 +676,9 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         A URI (``mem://alice/preferences/<id>``, see :mod:`memdb.uris`) must name the
         memory's subject and category too, as must one given to update, delete and history."""
         mid = memory_id_of(self, memory_id)
-        with self._read() as conn:
-            row = conn.execute(_sql.query("get_memory"),
-                               {"tenant": self.tenant, "id": mid}).fetchone()
+        with self._read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
+            cur = conn.execute(_sql.query("get_memory"), {"tenant": self.tenant, "id": mid})
+        row = cur.fetchone()
         if row is None:
             raise NotFound(f"no memory {mid}")
         return Memory.from_row(row)
@@ -690,11 +690,11 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         flt = Filter.of(filter, **conditions).to_json()
         v.positive_int(limit, "limit", 100_000)
         v.offset(offset)
-        with self._read() as conn:
-            rows = conn.execute(_sql.query("list_memories"), {
+        with self._read(pipelined=True) as conn:
+            cur = conn.execute(_sql.query("list_memories"), {
                 "tenant": self.tenant, "filter": Jsonb(flt), "limit": limit, "offset": offset,
-            }).fetchall()
-        return [Memory.from_row(r) for r in rows]
+            })
+        return [Memory.from_row(r) for r in cur.fetchall()]
 
     def search(self, query: str, k: int = 10, filter: Filter | dict[str, Any] | None = None, *,
                options: SearchOptions | None = None, routes: Sequence[str] | None = None,
@@ -800,9 +800,9 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def history(self, memory_id: UUID | str) -> list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (also after it was deleted)."""
         mid = memory_id_of(self, memory_id, history=True)
-        with self._read() as conn:
-            rows = conn.execute(_sql.query("history"),
-                                {"tenant": self.tenant, "id": mid}).fetchall()
+        with self._read(pipelined=True) as conn:
+            cur = conn.execute(_sql.query("history"), {"tenant": self.tenant, "id": mid})
+        rows = cur.fetchall()
         if not rows:
             raise NotFound(f"no history for memory {mid}")
         return [HistoryEntry(**r) for r in rows]
@@ -810,9 +810,9 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def count(self) -> int:
         """How many rows this tenant (or, with subject isolation, this subject) has: all
         versions, expired included."""
-        with self._read() as conn:
-            return int(conn.execute(_sql.query("count_memories"),
-                                    {"tenant": self.tenant}).fetchone()["n"])
+        with self._read(pipelined=True) as conn:
+            cur = conn.execute(_sql.query("count_memories"), {"tenant": self.tenant})
+        return int(cur.fetchone()["n"])
 
 
 _FAMILIES = {"sessions": Sessions, "documents": Documents, "graph": Graph, "review": Review,

@@ -16,7 +16,7 @@ import pytest
 from psycopg import pq
 from psycopg.types.json import Jsonb
 
-from memdb import InvalidInput, MemoryStore, NotMigrated, _bridge
+from memdb import InvalidInput, MemoryStore, NotFound, NotMigrated, _bridge
 from memdb.connection import Database
 from memdb.embedded import EmbeddedServer
 from tests import drivers
@@ -104,6 +104,23 @@ def test_search_is_one_round_trip(store, round_trips):
     assert [h.memory.content for h in store.search("green tea", k=3)] == [
         "Alice drinks green tea / 爱丽丝喝绿茶"]
     assert len(store.search("绿茶", k=3, explain=True)) == 1
+    assert round_trips == [1, 1]
+
+
+@BOTH
+def test_get_list_count_history_are_one_round_trip_each(store, round_trips):
+    first = store.add("Dana plays the cello / 达娜拉大提琴")
+    store.update(first.id, content="Dana plays the viola / 达娜拉中提琴")
+    round_trips.clear()
+    assert store.get(first.id).content == "Dana plays the viola / 达娜拉中提琴"
+    assert [m.content for m in store.list(limit=5)] == ["Dana plays the viola / 达娜拉中提琴"]
+    assert store.count() == 1
+    assert len(store.history(first.id)) >= 2
+    assert round_trips == [1, 1, 1, 1]
+    round_trips.clear()
+    with pytest.raises(NotFound):  # a miss is still one round trip, and raises after it
+        store.get("00000000-0000-4000-8000-000000000000")
+    assert store.count() == 1  # the connection the miss used is clean
     assert round_trips == [1, 1]
 
 
