@@ -31,7 +31,8 @@ class SearchOptions:
     evidence, it does not lift weak matches.
     neighbors: a window 0..10 (True = 1; off by default): each hit brings the memories that many
     places before and after it in its session (same subject and session_id, by created_at),
-    scored neighbor_weight ** distance times the hit's score (neighbor_weight default 0.5).
+    scored neighbor_weight ** distance times the hit's score (neighbor_weight default 0.5); a
+    memory without a session_id has no neighbours and is nobody's neighbour.
     prf: pseudo-relevance feedback (True = 10; off by default): the BM25 route runs the query
     expanded with prf_terms terms (default 10) of the first pass's top ``prf`` memories, the
     original terms weighted prf_weight (default 0.5) - see memdb.prf_terms.

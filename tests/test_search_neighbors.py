@@ -1,8 +1,8 @@
 """Neighbour expansion (search option ``neighbors``, memdb.search_neighbors) against a real
 database: a hit brings the memories before and after it in its session, scored
-neighbor_weight ** distance times the hit's score; off by default; never outside the
-tenant, the subject, the session or the search's filter; bad options refused; the index
-serves the lookup; explain names the neighbours.
+neighbor_weight ** distance times the hit's score; off by default; none for a memory without
+a session_id; never outside the tenant, the subject, the session or the search's filter; bad
+options refused; the index serves the lookup; explain names the neighbours.
 
 Searches run the BM25 route alone, so which memories match is decided by their words and the
 only other way in is a neighbour.
@@ -76,16 +76,43 @@ def test_a_hit_brings_its_neighbours_only_when_on(store: MemoryStore, lines, que
 
 
 def test_a_hit_keeps_its_own_score_when_a_neighbour_lends_less(store: MemoryStore):
-    turns = session(store, "amy", None, ["Lisbon trip planning started.",
+    turns = session(store, "amy", "s1", ["Lisbon trip planning started.",
                                          "We will fly to Lisbon and then Porto.", "Porto wine."])
     plain = by_id(store.search("Lisbon Porto", k=10, subject="amy", routes=BM25))
     on = by_id(store.search("Lisbon Porto", k=10, subject="amy", routes=BM25,
                             options=SearchOptions(neighbors=1)))
-    assert set(on) == set(turns) == set(plain)  # memories without a session_id are one stream
+    assert set(on) == set(turns) == set(plain)
     for mid in turns:
         lent = max(0.5 * plain[n].score for n in turns
                    if abs(turns.index(n) - turns.index(mid)) == 1)
         assert on[mid].score == pytest.approx(max(plain[mid].score, lent))
+
+
+@pytest.mark.parametrize("lines, query", [(ENGLISH, "Lisbon"), (CHINESE, "火锅")])
+def test_memories_without_a_session_have_no_neighbours(store: MemoryStore, raw, lines, query):
+    # notes written one after the other outside a conversation are not a stream: a hit among
+    # them lends nothing, and a session's hit lends nothing to the notes around it in time
+    loose = session(store, "amy", None, lines)
+    off = [h.memory.id for h in store.search(query, k=10, subject="amy", routes=BM25,
+                                            options=SearchOptions(neighbors=0))]
+    assert off == [loose[2]]
+    for options in (SearchOptions(neighbors=1), SearchOptions(neighbors=2, neighbor_weight=0.8)):
+        on = store.search(query, k=10, subject="amy", routes=BM25, explain=True, options=options)
+        assert [h.memory.id for h in on] == off
+        assert not on.explain.get("neighbors")  # explain lists none
+    rows = raw.execute("SELECT * FROM memdb.search_neighbors('default', %s::uuid[],"
+                       " ARRAY[1.0]::float8[], 2, 0.5, '{}')", ([loose[2]],)).fetchall()
+    assert rows == []
+
+    # one session turn amid the notes (in time): its neighbours are its session's, not the notes
+    turn = store.add(lines[2], subject="amy", session_id="s1",
+                     created_at=T0 + timedelta(minutes=2, seconds=30)).id
+    rows = raw.execute("SELECT id FROM memdb.search_neighbors('default', %s::uuid[],"
+                       " ARRAY[1.0]::float8[], 2, 0.5, '{}')", ([turn],)).fetchall()
+    assert rows == []
+    on = {h.memory.id for h in store.search(query, k=10, subject="amy", routes=BM25,
+                                             options=SearchOptions(neighbors=2))}
+    assert on == {loose[2], turn}
 
 
 def test_neighbours_stay_in_tenant_subject_session_and_filter(store: MemoryStore, fresh_db,

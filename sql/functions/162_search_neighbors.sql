@@ -4,9 +4,11 @@
 --   -> TABLE(id uuid, score double precision, neighbor_of uuid, distance integer)
 -- Neighbour expansion (search option "neighbors"): a conversation turn rarely stands alone.
 -- For each hit p_ids[i] (with score p_scores[i]) the p_window memories before it and the
--- p_window after it in its session: the same tenant and subject, the same session_id (or both
--- without one), ordered by (created_at, id); memories written in one batch share created_at,
--- so give them created_at in turn order if their order matters. A neighbour at distance d
+-- p_window after it in its session: the same tenant and subject and the same non-null
+-- session_id, ordered by (created_at, id); memories written in one batch share created_at,
+-- so give them created_at in turn order if their order matters. A memory without a session_id
+-- has no neighbours and is nobody's neighbour: memories written one after the other outside
+-- a conversation (notes, facts, rules) are not one stream and lend each other nothing. A neighbour at distance d
 -- (1 = adjacent) gets score p_scores[i] * p_weight ^ d. Neighbours must pass p_filter
 -- (memdb.matches: scope, kind, as_of, ...), so expansion never leaves the search's filter; a
 -- neighbour skipped by the filter is stepped over. One row per (hit, neighbour); a hit may
@@ -14,7 +16,9 @@
 -- A window above 10 raises invalid_parameter_value; below 1, no rows.
 -- Runs as the caller (row-level security applies); each neighbour is one short descent of
 -- memories_stream_idx (tenant, subject, coalesce(session_id, ''), created_at, id), on the
--- tenant's shard on Citus.
+-- tenant's shard on Citus (the index also holds the session-less memories under ''; the
+-- lookup reads only a hit's own non-null session_id, and "b.session_id IS NOT NULL" keeps
+-- the session-less ones out should a session_id be the empty string).
 -- Example: SELECT n.* FROM memdb.memories m,
 --            memdb.search_neighbors('default', ARRAY[m.id], ARRAY[1.0], 1, 0.5, '{}') n
 --          WHERE m.source_id = 'D1:3';
@@ -40,12 +44,12 @@ BEGIN
     RETURN QUERY EXECUTE $q$
         SELECT n.id, h.score * power($5, n.distance), h.id, n.distance::integer
         FROM unnest($2::uuid[], $3::double precision[]) AS h(id, score)
-        JOIN memdb.memories m ON m.tenant = $1 AND m.id = h.id
+        JOIN memdb.memories m ON m.tenant = $1 AND m.id = h.id AND m.session_id IS NOT NULL
         CROSS JOIN LATERAL (
             (SELECT b.id, row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS distance
              FROM memdb.memories b
              WHERE b.tenant = $1 AND b.subject = m.subject
-               AND coalesce(b.session_id, '') = coalesce(m.session_id, '')
+               AND coalesce(b.session_id, '') = m.session_id AND b.session_id IS NOT NULL
                AND (b.created_at, b.id) < (m.created_at, m.id)
                AND memdb.matches(b, $6)
              ORDER BY b.created_at DESC, b.id DESC
@@ -54,7 +58,7 @@ BEGIN
             (SELECT a.id, row_number() OVER (ORDER BY a.created_at, a.id) AS distance
              FROM memdb.memories a
              WHERE a.tenant = $1 AND a.subject = m.subject
-               AND coalesce(a.session_id, '') = coalesce(m.session_id, '')
+               AND coalesce(a.session_id, '') = m.session_id AND a.session_id IS NOT NULL
                AND (a.created_at, a.id) > (m.created_at, m.id)
                AND memdb.matches(a, $6)
              ORDER BY a.created_at, a.id
