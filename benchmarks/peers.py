@@ -35,9 +35,15 @@ and the run fails (exit status 1) if there was one. mem0's telemetry is also swi
 (``MEM0_TELEMETRY=False``, ``MEM0_DIR`` a temporary folder), but the guard is what enforces it.
 (libpq's own connections to the server are outside Python and not seen by the guard.)
 
+With ``--before REV`` a fourth system, ``memdb_before``, takes its turn after memdb: memdb as
+of git revision REV (checked out with ``git worktree add`` into a temporary folder, removed at
+the end), in a worker process of its own (its own LocalEmbedder; it times its own calls, so
+the pipe to it is not counted): a paired before/after run of a memdb change against the same
+peers. This checkout's memdb (not an installed one) is the ``memdb`` system.
+
     pip install -e ".[bench]"
     python benchmarks/peers.py [--memories 1000] [--users 10] [--queries 100] [--k 5]
-        [--batch 50] [--reps 2] [--seed 18] [--dsn DSN] [--json OUT]
+        [--batch 50] [--reps 2] [--seed 18] [--before REV] [--dsn DSN] [--json OUT]
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ import argparse
 import importlib.metadata as md
 import inspect
 import ipaddress
+import json
 import os
 import platform
 import random
@@ -135,7 +142,11 @@ GUARD.install()  # before anything else is imported
 import numpy as np  # noqa: E402
 import psycopg  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent
+# this checkout's memdb, or (a --before worker) the tree of that revision
+sys.path.insert(0, sys.argv[sys.argv.index("--worker") + 1] if "--worker" in sys.argv
+                else str(ROOT))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 from _server import emit, server, with_db  # noqa: E402
 
 from memdb import LocalEmbedder, MemoryStore  # noqa: E402
@@ -435,6 +446,92 @@ class LangGraph(System):
         self._cm.__exit__(None, None, None)
 
 
+class MemdbBefore(System):
+    """memdb as of --before REV: the same calls as :class:`Memdb`, in a worker process running
+    that revision's memdb (see :func:`worker`); the worker times each call itself."""
+
+    name = "memdb_before"
+    batch_api = "add_many"
+    proc: subprocess.Popen | None = None  # the worker, started once by main()
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.embedder = _WorkerClock()
+        self.times = (0.0, 0.0)
+        self._ask(op="open", dsn=dsn)
+
+    def _ask(self, **cmd: Any) -> Any:
+        assert self.proc is not None and self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(cmd, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the memdb_before worker died (see its stderr above)")
+        out = json.loads(line)
+        self.times = (out["total"], out["embed"])
+        self.embedder.calls = out["embedder_calls"]
+        return out["result"]
+
+    def add_one(self, fact: Fact) -> str:
+        return self._ask(op="add_one", fact=fact.__dict__)
+
+    def add_batch(self, facts: Sequence[Fact]) -> list[str]:
+        return self._ask(op="add_batch", facts=[f.__dict__ for f in facts])
+
+    def search(self, fact: Fact, k: int) -> list[str]:
+        return self._ask(op="search", fact=fact.__dict__, k=k)
+
+    def close(self) -> None:
+        self._ask(op="close")
+
+
+class _WorkerClock:
+    """memdb_before's embedder as the parent sees it: the worker's counts; warming up is the
+    worker's own (when it opens)."""
+
+    ms = 0.0
+    calls = 0
+
+    def embed_passages(self, texts: Sequence[str]) -> None:
+        pass
+
+    embed_queries = embed_passages
+
+
+def worker() -> None:
+    """--worker TREE: a Memdb of the memdb imported from TREE, driven over stdin/stdout (one
+    JSON object a line); each answer carries the call's own times."""
+    system: Memdb | None = None
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # anything the libraries print stays off the protocol
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd.pop("op")
+        if op == "open":
+            system = Memdb(cmd["dsn"])
+            system.embedder.embed_passages(["warm up"])  # model load, untimed
+            system.embedder.embed_queries(["warm up"])
+            out: dict[str, Any] = {"result": None, "total": 0.0, "embed": 0.0}
+        else:
+            assert system is not None
+            args: list[Any] = []
+            if "fact" in cmd:
+                args.append(Fact(**cmd["fact"]))
+            if "facts" in cmd:
+                args.append([Fact(**f) for f in cmd["facts"]])
+            if "k" in cmd:
+                args.append(cmd["k"])
+            fn = {"add_one": system.add_one, "add_batch": system.add_batch,
+                  "search": system.search, "close": system.close}[op]
+            result, total, embed = timed(system, fn, *args)
+            out = {"result": result, "total": total, "embed": embed}
+            if op == "close":
+                system = None
+        out["embedder_calls"] = system.embedder.calls if system is not None else 0
+        real_stdout.write(json.dumps(out) + "\n")
+        real_stdout.flush()
+
+
 SYSTEMS: list[type[System]] = [Memdb, Mem0, LangGraph]
 
 
@@ -469,6 +566,9 @@ def pct(values: Sequence[float], p: int) -> float | None:
 
 def timed(system: System, fn: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
     """(result, ms end to end, ms inside the embedder) of ``fn(*args)``."""
+    if isinstance(system, MemdbBefore):  # the worker's own figures, without the pipe
+        result = fn(*args)
+        return (result, *system.times)
     before = system.embedder.ms
     start = time.perf_counter()
     result = fn(*args)
@@ -614,6 +714,23 @@ def table(reps: list[dict], k: int) -> str:
     return "\n".join(lines)
 
 
+def ratios(reps: list[dict]) -> dict[str, list[float]]:
+    """Per repetition, search outside embedding (p50, p95): memdb (and memdb_before) over the
+    better of the peers, and memdb over memdb_before."""
+    out: dict[str, list[float]] = {}
+    for key in ("outside_embedding_p50_ms", "outside_embedding_p95_ms"):
+        for rep in reps:
+            peer = min(rep[n]["search"][key] for n in ("mem0", "langgraph"))
+            for name in ("memdb", "memdb_before"):
+                if name in rep:
+                    out.setdefault(f"{name}/better_peer {key}", []).append(
+                        round(rep[name]["search"][key] / peer, 2))
+            if "memdb_before" in rep:
+                out.setdefault(f"memdb/memdb_before {key}", []).append(
+                    round(rep["memdb"]["search"][key] / rep["memdb_before"]["search"][key], 2))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memories", type=int, default=1000)
@@ -623,11 +740,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--before", metavar="REV",
+                        help="also run memdb as of this git revision (system memdb_before)")
     parser.add_argument("--dsn")
     parser.add_argument("--json", type=Path,
                         default=Path(__file__).parent / "results" / "peers.json")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: a --before worker
     args = parser.parse_args()
     GUARD.self_test()
+    if args.worker:
+        worker()
+        return
     facts = make_facts(args.memories, args.users, args.seed)
     if args.queries > len(facts):
         raise SystemExit("--queries must not exceed --memories")
@@ -636,12 +759,31 @@ def main() -> None:
     mem0_dir = tempfile.mkdtemp(prefix="memdb-peers-mem0-")  # its config and history
     os.environ["MEM0_TELEMETRY"] = "False"  # read when mem0 is first imported (below)
     os.environ["MEM0_DIR"] = mem0_dir
+    before_tree = None
     try:
+        if args.before:
+            before_tree = Path(tempfile.mkdtemp(prefix="memdb-peers-before-")) / "tree"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
+                            str(before_tree), args.before], check=True, capture_output=True)
+            MemdbBefore.proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).resolve()), "--worker", str(before_tree)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(before_tree))
+            SYSTEMS.insert(1, MemdbBefore)
+            info["before"] = {"rev": args.before, "commit": subprocess.run(
+                ["git", "-C", str(before_tree), "rev-parse", "HEAD"], capture_output=True,
+                text=True, check=True).stdout.strip()[:12]}
         with server(args.dsn) as (admin, how):
             info["versions"] = versions(admin)
             reps = [one_rep(admin, facts, queries, args, r + 1) for r in range(args.reps)]
     finally:
         shutil.rmtree(mem0_dir, ignore_errors=True)
+        if MemdbBefore.proc is not None:
+            MemdbBefore.proc.stdin.close()
+            MemdbBefore.proc.wait(timeout=120)
+        if before_tree is not None:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(before_tree)], capture_output=True)
+            shutil.rmtree(before_tree.parent, ignore_errors=True)
     info["machine"]["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     result = {
         "benchmark": "peers", **info, "server": how,
@@ -659,10 +801,13 @@ def main() -> None:
         "batch_api": {cls.name: cls.batch_api for cls in SYSTEMS},
         "network_blocked": GUARD.blocked,
         "results": reps,
+        "ratios": ratios(reps),
         "table": table(reps, args.k),
     }
     emit(result, args.json)
     print("\n" + result["table"], file=sys.stderr)
+    for name, values in result["ratios"].items():
+        print(f"{name}: {values}", file=sys.stderr)
     if GUARD.blocked:
         print(f"FAILED: network access attempted: {GUARD.blocked}", file=sys.stderr)
         sys.exit(1)
