@@ -150,8 +150,10 @@ def test_memory_inputs_carry_date_previous_turn_and_caption(tiny_path: str) -> N
     assert (items[1].source_id, items[1].subject, items[1].kind, items[1].category) == \
         ("D1:2", "conv-en", "episodic", "events")
     assert items[6].created_at == datetime(2023, 6, 20, 10, 0, tzinfo=UTC)
-    # turns keep their order within a session: one second apart (neighbour expansion reads it)
+    # turns keep their order within a session: one second apart, with the session's id
+    # (neighbour expansion reads both: a turn's neighbours are in its own session)
     assert items[7].created_at == datetime(2023, 6, 20, 10, 0, 1, tzinfo=UTC)
+    assert [i.session_id for i in items[5:8]] == ["session_1", "session_2", "session_2"]
     assert all(i.search_context is None for i in memory_inputs(conv, search_context=False))
 
 

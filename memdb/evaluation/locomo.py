@@ -69,9 +69,10 @@ def _date(turn: Turn) -> str:
 
 def memory_inputs(conv: Conversation, search_context: bool = True) -> list[MemoryInput]:
     """One episodic memory per turn; with ``search_context`` its context is the session date
-    and the previous turn of the same session (indexed and embedded, not returned). The n-th
-    turn of a session is created n seconds after the session's date, so the turns keep their
-    order (the search option ``neighbors`` reads it)."""
+    and the previous turn of the same session (indexed and embedded, not returned). A turn's
+    session_id is its session's ("session_3") and the n-th turn of a session is created n
+    seconds after the session's date, so the search option ``neighbors`` finds a turn's
+    neighbours in its own session, in order."""
     out, prev, nth = [], None, 0
     for turn in conv.turns:
         nth = nth + 1 if prev is not None and prev.session == turn.session else 0
@@ -81,6 +82,7 @@ def memory_inputs(conv: Conversation, search_context: bool = True) -> list[Memor
             context = "\n".join(x for x in (_date(turn), before) if x) or None
         out.append(MemoryInput(content=turn.content, subject=conv.sample_id, kind="episodic",
                                category="events", source_id=turn.dia_id,
+                               session_id=f"session_{turn.session}",
                                created_at=turn.date and turn.date + timedelta(seconds=nth),
                                search_context=context))
         prev = turn
