@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
-from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB, TSTZRANGE, TSVECTOR, UUID
 
 __all__ = ["metadata", "embedding_spaces", "memories", "memory_history", "bm25_terms", "bm25_stats",
            "memory_usage", "review_queue", "sediment_runs", "retrieval_traces"]
@@ -70,6 +70,8 @@ memories = sa.Table(
     sa.Column("status", sa.Text, nullable=False),  # revision 0004
     sa.Column("tag_version", sa.Integer),  # revision 0008
     sa.Column("document_id", UUID(as_uuid=True)),  # revision 0005
+    sa.Column("event_time", TSTZRANGE),  # revision 0017
+    sa.Column("names_time", sa.Boolean, nullable=False),  # revision 0017
     # revision 0011: keys between tenant-owned tables include the tenant
     # revision 0013: every primary key of a tenant-owned table includes the tenant
     sa.PrimaryKeyConstraint("tenant", "id", name="memories_pkey"),

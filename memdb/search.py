@@ -50,7 +50,8 @@ class SearchOptions:
     scores (1 + temporal) times as much, and (1 + temporal) more when the query names a time
     ("in June", "last week", 2022年, resolved against as_of or now) that the memory's event
     time falls in (its content's time resolved against its own valid_from, else its
-    valid_from) - see memdb.temporal_boost.
+    valid_from; stored when the memory is written: memories.event_time, names_time) - see
+    memdb.temporal_boost.
     """
 
     routes: tuple[str, ...] | None = None

@@ -10,6 +10,8 @@ administrative operations that fan out over every tenant.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
@@ -272,16 +274,20 @@ def test_admin_operations_fan_out_over_every_tenant(cluster_db, embedder):
 @pytest.mark.citus
 def test_upgrade_and_downgrade_on_the_cluster(cluster_db, embedder):
     """0014 down (every table local on the coordinator again, rows kept, the SET NULL keys
-    back) and up again (distributed, rows on the workers), on the cluster itself."""
+    back) and up again (distributed, rows on the workers; 0017 fills the event time of the
+    stored memories on the workers), on the cluster itself."""
     with _store(cluster_db, embedder, "acme") as store:
         old = store.add("Alice lives in Paris", subject="alice", norm_key="home")
         new = store.add("Alice lives in Lisbon", subject="alice", norm_key="home")
+        said = datetime(2023, 6, 27, 10, tzinfo=UTC)
+        timed = [store.add(text, subject="bob", created_at=said).id
+                 for text in ("Bob moved to Lisbon last week", "鲍勃上周搬到了里斯本")]
     downgrade(cluster_db, "0013")
     try:
         assert current(cluster_db) == "0013"
         assert _distribution(cluster_db) == {}
         with psycopg.connect(cluster_db, autocommit=True) as conn:
-            assert conn.execute("SELECT count(*) FROM memdb.memories").fetchone()[0] == 2
+            assert conn.execute("SELECT count(*) FROM memdb.memories").fetchone()[0] == 4
             assert conn.execute("SELECT count(*) FROM pg_constraint WHERE conname IN"
                                 " ('memories_superseded_by_fkey', 'review_queue_memory_id_fkey')"
                                 ).fetchone()[0] == 2
@@ -292,8 +298,14 @@ def test_upgrade_and_downgrade_on_the_cluster(cluster_db, embedder):
     assert current(cluster_db) == head()
     assert set(_distribution(cluster_db)) == TENANT_TABLES | REFERENCE_TABLES
     with _store(cluster_db, embedder, "acme") as store:
-        assert [m.id for m in store.list()] == [new.id]
+        assert [m.id for m in store.list(subject="alice")] == [new.id]
         assert [h.op for h in store.history(old.id)] == ["insert", "supersede"]
+    with psycopg.connect(cluster_db, autocommit=True) as conn:
+        assert conn.execute("SELECT id, lower(event_time)::date::text,"
+                            " upper(event_time)::date::text, names_time FROM memdb.memories"
+                            " WHERE tenant = 'acme' ORDER BY id").fetchall() == sorted(
+            [(old.id, None, None, False), (new.id, None, None, False)]
+            + [(mid, "2023-06-19", "2023-06-26", True) for mid in timed])
 
 
 @pytest.mark.citus

@@ -283,6 +283,34 @@ def test_every_revision_steps_down_and_back_up(empty_db):
             assert after[key] == before[key], f"{key} differ after {rev.revision} down and up"
 
 
+def test_0017_fills_the_event_time_of_stored_memories(empty_db):
+    """Revision 0017 derives memories.event_time and names_time for memories written before it
+    (down to 0016 drops the columns, up again fills them from the content and valid_from),
+    English and Chinese, without a new version or a history row."""
+    from datetime import UTC, datetime
+
+    upgrade(empty_db)
+    said = datetime(2023, 6, 27, 10, tzinfo=UTC)
+    texts = ["we went camping last week", "张三上周去露营了", "我们是三年的朋友",
+             "I like camping with the kids"]
+    with memdb.MemoryStore(empty_db, embedder=FixedEmbedder(), gate=None) as store:
+        ids = [store.add(t, subject="mel", created_at=said).id for t in texts]
+    downgrade(empty_db, "0016")
+    assert _scalar(empty_db, "SELECT count(*) FROM pg_attribute WHERE attrelid ="
+                   " 'memdb.memories'::regclass AND attname IN ('event_time', 'names_time')"
+                   " AND NOT attisdropped") == 0
+    assert upgrade(empty_db) == head()
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        rows = [conn.execute("SELECT lower(event_time)::date::text, upper(event_time)::date::text,"
+                             " names_time, version FROM memdb.memories WHERE id = %s",
+                             (mid,)).fetchone() for mid in ids]
+        history = conn.execute("SELECT count(*) FROM memdb.memory_history").fetchone()[0]
+    last_week = ("2023-06-19", "2023-06-26")
+    assert rows == [(*last_week, True, 1), (*last_week, True, 1), (None, None, True, 1),
+                    (None, None, False, 1)]
+    assert history == len(texts)
+
+
 def test_0010_downgrade_restores_the_grants_exactly(empty_db):
     """Revision 0010 takes privileges from memdb_app (BM25 statistics, history updates and
     deletes, two sequences); stepping down to 0009 gives back exactly the grants 0009 had."""

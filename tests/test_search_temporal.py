@@ -169,3 +169,99 @@ def test_true_is_the_cross_validated_weight():
     assert SearchOptions(temporal=True).to_json() == {"temporal": 1.0}
     assert SearchOptions(temporal=False).to_json() == {"temporal": 0.0}
     assert "temporal" not in SearchOptions().to_json()
+
+
+# -- the event time stored at write time (revision 0017) ---------------------------------------
+# memories.event_time = memdb.time_range(content, valid_from) and memories.names_time (content
+# carries a time) are derived by the memories_before_write trigger; the search reads them.
+STORED = """SELECT lower(event_time)::date::text, upper(event_time)::date::text, names_time
+            FROM memdb.memories WHERE id = %s"""
+# what resolving the content at query time gives (the search before revision 0017)
+DERIVED = """SELECT lower(r)::date::text, upper(r)::date::text,
+                    r IS NOT NULL OR memdb.time_words(content)
+             FROM memdb.memories, memdb.time_range(content, valid_from) r WHERE id = %s"""
+JUNE_27 = datetime(2023, 6, 27, 10, tzinfo=UTC)
+LAST_WEEK = ("2023-06-19", "2023-06-26")  # said on 27 June 2023: Monday 19 to Sunday 25
+WRITES = {
+    "english": dict(timed="we went camping last week", duration="I have known them for 4 years",
+                    plain="I like camping with the kids", yesterday="we went camping yesterday"),
+    "chinese": dict(timed="张三上周去露营了", duration="我们是三年的朋友",
+                    plain="我喜欢和孩子们露营", yesterday="张三昨天去露营了"),
+}
+
+
+def stored(raw, mid):
+    row = raw.execute(STORED, (mid,)).fetchone()
+    assert row == raw.execute(DERIVED, (mid,)).fetchone()  # never out of step with the content
+    return row
+
+
+@pytest.mark.parametrize("case", WRITES.values(), ids=WRITES)
+def test_the_event_time_is_stored_on_add_and_add_many(store: MemoryStore, raw, case):
+    timed, duration, plain = (add(store, case[k], JUNE_27) for k in ("timed", "duration", "plain"))
+    assert stored(raw, timed) == (*LAST_WEEK, True)
+    assert stored(raw, duration) == (None, None, True)  # a duration: carries a time, no range
+    assert stored(raw, plain) == (None, None, False)
+    batch = store.add_many([{"content": case[k] + " (batch)", "subject": "batch",
+                             "created_at": JUNE_27} for k in ("timed", "duration", "plain")])
+    assert [stored(raw, r.id) for r in batch] == [
+        (*LAST_WEEK, True), (None, None, True), (None, None, False)]
+
+
+@pytest.mark.parametrize("case", WRITES.values(), ids=WRITES)
+def test_the_event_time_follows_content_and_valid_from(store: MemoryStore, raw, case):
+    mid = add(store, case["plain"], JUNE_27)
+    assert stored(raw, mid) == (None, None, False)
+    mid = store.update(mid, content=case["yesterday"]).id
+    assert stored(raw, mid) == ("2023-06-26", "2023-06-27", True)
+    raw.execute("UPDATE memdb.memories SET valid_from = '2023-07-10 09:00+00' WHERE id = %s",
+                (mid,))
+    assert stored(raw, mid) == ("2023-07-09", "2023-07-10", True)
+    # an update that sets the columns re-derives them: they cannot be forged
+    raw.execute("UPDATE memdb.memories SET event_time = '[2000-01-01,2000-01-02)',"
+                " names_time = false WHERE id = %s", (mid,))
+    assert stored(raw, mid) == ("2023-07-09", "2023-07-10", True)
+    version = raw.execute("SELECT version FROM memdb.memories WHERE id = %s", (mid,)).fetchone()
+    raw.execute("UPDATE memdb.memories SET names_time = NULL WHERE id = %s", (mid,))  # re-derive
+    assert stored(raw, mid) == ("2023-07-09", "2023-07-10", True)
+    assert raw.execute("SELECT version FROM memdb.memories WHERE id = %s",
+                       (mid,)).fetchone() == version  # not a change of the memory
+
+
+RANKING_MEMORIES = [
+    ("Melanie: we went camping last week, camping by the lake.", JUNE_27),
+    ("Melanie loves camping. Camping with the kids is Melanie's favourite thing.", JUNE_27),
+    ("Melanie has been camping for 4 years, camping every summer.",
+     datetime(2023, 7, 20, tzinfo=UTC)),
+    ("Melanie went camping yesterday and painted the lake.", datetime(2023, 7, 16, tzinfo=UTC)),
+    ("Melanie painted a sunrise in 2022, before camping.", datetime(2023, 3, 1, tzinfo=UTC)),
+    ("张三上周和朋友们一起去露营了。", JUNE_27),
+    ("张三爱去露营，张三总去露营。", datetime(2023, 7, 20, tzinfo=UTC)),
+    ("张三露营三年了，去年夏天也去露营。", datetime(2023, 8, 1, tzinfo=UTC)),
+    ("张三六月去露营了。", datetime(2023, 10, 1, tzinfo=UTC)),
+]
+# the factor each memory gets when its content is resolved at query time (the function path)
+FUNCTION_PATH = """
+SELECT memdb.temporal_boost(r, r IS NOT NULL OR memdb.time_words(m.content), m.valid_from,
+                            memdb.temporal_intent(%(q)s), memdb.time_range(%(q)s, %(as_of)s), %(w)s)
+FROM memdb.memories m, memdb.time_range(m.content, m.valid_from) r WHERE m.id = %(id)s"""
+
+
+@pytest.mark.parametrize("query", [
+    "When did Melanie go camping?", "When did Melanie go camping in June?",
+    "What did Melanie paint last year?", "Does Melanie like camping?",
+    "张三什么时候去露营？", "张三六月什么时候去露营？", "张三去年去露营了吗"])
+def test_the_ranking_is_the_one_of_resolving_the_content_at_query_time(store: MemoryStore, raw,
+                                                                       query):
+    for text, when in RANKING_MEMORIES:
+        add(store, text, when)
+    for w in (0.5, 2.0):
+        hits = store.search(query, k=20, subject="mel", routes=BM25, as_of=AS_OF,
+                            options=SearchOptions(temporal=w))
+        assert hits
+        expected = {h.memory.id: raw.execute(FUNCTION_PATH, {
+            "q": query, "as_of": AS_OF, "w": w, "id": h.memory.id}).fetchone()[0] for h in hits}
+        assert {h.memory.id: h.details["multiplier"] for h in hits} == pytest.approx(expected)
+        by_function = sorted(hits, key=lambda h: (-h.details["fused"] * expected[h.memory.id],
+                                                  str(h.memory.id)))
+        assert [h.memory.id for h in hits] == [h.memory.id for h in by_function]

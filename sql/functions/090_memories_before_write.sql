@@ -3,6 +3,12 @@
 --   content_hash = memdb.content_hash(content); tsv = memdb.tokenize(content + search_context);
 --   doc_len = memdb.doc_length(tsv) (the BM25 document length); an update that sets tsv
 --   re-derives both (memdb.retokenize, after an analyzer change), so tsv is never forged;
+--   event_time = memdb.time_range(content, valid_from) (the time the content names, NULL: none)
+--   and names_time = event_time IS NOT NULL OR memdb.time_words(content) (the content carries
+--   a time), read by the search option temporal (memdb.temporal_boost), derived on insert and
+--   whenever content or valid_from changes; an update that sets either re-derives both, so
+--   they are never forged (UPDATE memdb.memories SET names_time = NULL re-derives a row: how
+--   revision 0017 filled them, and how to after a change to time_range's rules);
 --   uri defaults to memdb.uri_for(subject, category, id);
 --   the embedding must have its space's dimensions (MD001 otherwise);
 --   on update: a changed content with an unchanged embedding drops the stale embedding, and a
@@ -25,6 +31,13 @@ BEGIN
         NEW.content_hash := OLD.content_hash;
         NEW.tsv := OLD.tsv;
         NEW.doc_len := OLD.doc_len;
+    END IF;
+    IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
+       OR NEW.valid_from IS DISTINCT FROM OLD.valid_from
+       OR NEW.event_time IS DISTINCT FROM OLD.event_time
+       OR NEW.names_time IS DISTINCT FROM OLD.names_time THEN
+        NEW.event_time := memdb.time_range(NEW.content, NEW.valid_from);
+        NEW.names_time := NEW.event_time IS NOT NULL OR memdb.time_words(NEW.content);
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.content IS DISTINCT FROM OLD.content
        AND NEW.embedding IS NOT DISTINCT FROM OLD.embedding THEN

@@ -31,7 +31,9 @@
 --      as much when the query asks about time (memdb.temporal_intent), and (1 + temporal) more
 --      when the query names a time (memdb.time_range against as_of or now()) that the memory's
 --      event time (its content's time resolved against its valid_from, else its valid_from)
---      overlaps (computed only for the candidates that can reach the top: see CTE b);
+--      overlaps; the memory's side is read from its stored columns event_time and names_time
+--      (set at write time by memdb.memories_before_write), so no candidate's text is resolved
+--      here (applied only to the candidates that can reach the top: see CTE b);
 --   3e. with speaker_boost set (a weight, off by default), a memory written as a transcript
 --      line "Name: text" whose speaker (memdb.speaker_of) the query names (one of
 --      memdb.entity_candidates(p_query): a whole word, a CJK substring) scores
@@ -166,7 +168,8 @@ BEGIN
     ), b0 AS (
         -- base: fused * multiplier; lifted: base with the system boost of an active rule;
         -- sv, sb, se: the route scores with a miss as the lowest score
-        SELECT fu.*, m.content, m.valid_from, fu.fused * mu.mult AS base, mu.mult, mu.is_rule,
+        SELECT fu.*, m.event_time, m.names_time, m.valid_from, fu.fused * mu.mult AS base,
+               mu.mult, mu.is_rule,
                fu.fused * mu.mult * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
                coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
                coalesce(fu.exact_score, '-Infinity') AS se
@@ -182,7 +185,7 @@ BEGIN
     ), b AS (
         -- the temporal factor (at most t_max) only where it can matter: a candidate whose
         -- lifted score times t_max stays below the pool-th base score stays out of the pool
-        -- anyway (every factor is >= 1), so memdb.temporal_boost reads only the likely hits
+        -- anyway (every factor is >= 1), so it keeps the factor 1
         SELECT b0.id, b0.fused, b0.vector_rank, b0.vector_score, b0.bm25_rank, b0.bm25_score,
                b0.exact_rank, b0.exact_score, b0.base * tb.f AS base, b0.mult * tb.f AS mult,
                b0.is_rule, b0.lifted * tb.f AS lifted, b0.sv, b0.sb, b0.se
@@ -191,7 +194,8 @@ BEGIN
             SELECT CASE WHEN temporal_w > 0
                              AND b0.lifted * (1 + temporal_w * (t_intent::integer + (t_range IS NOT NULL)::integer))
                                  >= coalesce((SELECT x.base FROM b0 x ORDER BY x.base DESC OFFSET pool - 1 LIMIT 1), 0)
-                        THEN memdb.temporal_boost(b0.content, b0.valid_from, t_intent, t_range, temporal_w)
+                        THEN memdb.temporal_boost(b0.event_time, b0.names_time, b0.valid_from,
+                                                  t_intent, t_range, temporal_w)
                         ELSE 1 END AS f
         ) tb
     ), beaten AS (

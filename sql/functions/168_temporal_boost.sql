@@ -1,43 +1,35 @@
--- memdb.temporal_boost(p_content text, p_time timestamptz, p_intent boolean,
---                      p_range tstzrange, p_weight double precision) -> double precision
--- The temporal factor of a memory in memdb.search_hybrid (option temporal = p_weight > 0):
---   1 + p_weight when the query asks about time (p_intent, memdb.temporal_intent) and the
---     memory's content carries a time: one memdb.time_range can place against the memory's
---     own time p_time (its valid_from: "yesterday", "last week", "two years ago", 昨天, 上周,
---     去年, "7 May 2023"), or a duration or date word ("for 4 years", "since", "2019",
---     "Friday", 三年, 周五, 以来);
+-- memdb.temporal_boost(p_event_time tstzrange, p_names_time boolean, p_time timestamptz,
+--                      p_intent boolean, p_range tstzrange, p_weight double precision)
+--   -> double precision
+-- The temporal factor of a memory in memdb.search_hybrid (option temporal = p_weight > 0),
+-- from the memory's stored columns (revision 0017, kept by memdb.memories_before_write at
+-- write time, so a search resolves no text): p_event_time = memories.event_time (the time its
+-- content names, memdb.time_range(content, valid_from); NULL: none), p_names_time =
+-- memories.names_time (its content carries a time: event_time set, or a duration or date word,
+-- memdb.time_words: "for 4 years", "since", "2019", "Friday", 三年, 周五, 以来),
+-- p_time = memories.valid_from:
+--   1 + p_weight when the query asks about time (p_intent, memdb.temporal_intent) and
+--     p_names_time;
 --   + p_weight more when the query names a time p_range (memdb.time_range of the query
---     against the search's as_of or now()) and the memory's event time overlaps it: the time
---     its content names, else its own time;
---   1 otherwise (and whenever p_weight <= 0). Only the content is read, never search_context.
--- Example: SELECT memdb.temporal_boost('I went there yesterday', '2023-05-08', true, NULL, 0.5);  -> 1.5
-CREATE OR REPLACE FUNCTION memdb.temporal_boost(p_content text, p_time timestamptz, p_intent boolean,
+--     against the search's as_of or now()) and the memory's event time overlaps it:
+--     p_event_time, else its own time p_time;
+--   1 otherwise (and whenever p_weight <= 0). Only the content counts, never search_context.
+-- One SQL expression: inlined into the search's query.
+-- Example: SELECT memdb.temporal_boost(event_time, names_time, valid_from, true,
+--                                      '[2023-06-01,2023-07-01)', 0.5), content
+--          FROM memdb.memories WHERE tenant = 'default' AND subject = 'mel-temporal';
+--          -> 2 for "we went camping last week" said on 27 June 2023, 1 for "Melanie loves camping"
+CREATE OR REPLACE FUNCTION memdb.temporal_boost(p_event_time tstzrange, p_names_time boolean,
+                                                p_time timestamptz, p_intent boolean,
                                                 p_range tstzrange, p_weight double precision)
 RETURNS double precision
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-DECLARE
-    r tstzrange;
-    f double precision := 1;
-BEGIN
-    IF coalesce(p_weight, 0) <= 0 OR (NOT coalesce(p_intent, false) AND p_range IS NULL) THEN
-        RETURN 1;
-    END IF;
-    r := memdb.time_range(p_content, p_time);
-    IF p_intent AND (r IS NOT NULL OR (lower(p_content) LIKE ANY (ARRAY[
-                                           '%0%', '%1%', '%2%', '%3%', '%4%', '%5%', '%6%', '%7%', '%8%',
-                                           '%9%', '%day%', '%week%', '%month%', '%year%', '%decade%',
-                                           '%since%', '%ago%', '%年%', '%月%', '%天%', '%周%', '%星期%',
-                                           '%礼拜%', '%以来%'])
-                                       AND lower(p_content) ~ (
-            '\m(?:for|about|over|nearly|almost|around) (?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few|several) (?:days?|weeks?|months?|years?|decades?)\M'
-            '|\msince\M|\m(?:19|20)\d\d\M|\m(?:mon|tues|wednes|thurs|fri|satur|sun)days?\M|\mago\M'
-            '|(?:\d+|[一二两三四五六七八九十]+)(?:个)?(?:年|月|天|周|星期)|(?:星期|周|礼拜)[一二三四五六日天]|以来'))) THEN
-        f := f + p_weight;
-    END IF;
-    IF p_range IS NOT NULL AND coalesce(r, tstzrange(p_time, p_time, '[]')) && p_range THEN
-        f := f + p_weight;
-    END IF;
-    RETURN f;
-END
+    SELECT CASE WHEN coalesce(p_weight, 0) <= 0 THEN 1::double precision
+                ELSE 1 + CASE WHEN coalesce(p_intent, false) AND coalesce(p_names_time, false)
+                              THEN p_weight ELSE 0 END
+                       + CASE WHEN p_range IS NOT NULL
+                                   AND coalesce(p_event_time, tstzrange(p_time, p_time, '[]')) && p_range
+                              THEN p_weight ELSE 0 END
+           END
 $$;

@@ -3,8 +3,9 @@
 -- subject's access request, or before memdb.forget_subject):
 --   {"tenant", "subject", "exported_at", "tables": {"memories": [...], "<table>": [...]}}
 -- memories: every row of the subject (all versions, expired ones too) without the derived
--- columns (embedding, tsv, doc_len); then every table of memdb.subject_tables(): its rows of
--- the subject or about the subject's memories. Rows in a stable order (by their key columns).
+-- columns (embedding, tsv, doc_len, event_time, names_time); then every table of
+-- memdb.subject_tables(): its rows of the subject or about the subject's memories. Rows in a
+-- stable order (by their key columns).
 CREATE OR REPLACE FUNCTION memdb.export_subject(p_tenant text, p_subject text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
@@ -20,8 +21,8 @@ BEGIN
     END IF;
     SELECT coalesce(array_agg(m.id ORDER BY m.id), '{}') INTO v_ids
     FROM memdb.memories m WHERE m.tenant = p_tenant AND m.subject = p_subject;
-    SELECT coalesce(jsonb_agg(to_jsonb(m) - 'embedding' - 'tsv' - 'doc_len'
-                              ORDER BY m.created_at, m.id), '[]'::jsonb)
+    SELECT coalesce(jsonb_agg(to_jsonb(m) - 'embedding' - 'tsv' - 'doc_len' - 'event_time'
+                              - 'names_time' ORDER BY m.created_at, m.id), '[]'::jsonb)
       INTO v_rows
       FROM memdb.memories m WHERE m.tenant = p_tenant AND m.subject = p_subject;
     v_tables := jsonb_build_object('memories', v_rows);
