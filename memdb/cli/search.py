@@ -52,6 +52,10 @@ from ._shared import filter_args, filter_options, pairs
                       "help": "For a question about time, memories that carry a time score "
                               "(1 + W) times as much, (1 + W) more when they fall in a time "
                               "the query names (0-10; off by default)."}),
+    (["--session-prior"], {"type": float, "metavar": "W",
+                           "help": "A memory in a session holding a share of the candidates' "
+                                   "score scores (1 + W * share) times as much (0-10; off by "
+                                   "default)."}),
     (["--explain", "--sql", "explain"], {"is_flag": True,
                                          "help": "Also show the SQL, its parameters and timings."}),
 )
@@ -61,7 +65,7 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
            neighbors: int | None, neighbor_weight: float | None, prf: int | None,
            prf_terms: int | None, prf_weight: float | None, decompose: bool | None,
            speaker: float | None,
-           temporal: float | None, **filters: Any) -> None:
+           temporal: float | None, session_prior: float | None, **filters: Any) -> None:
     """Find the memories that best match QUERY, best first.
 
     Hybrid search: vector, BM25 and exact-match routes fused by weighted RRF in SQL.
@@ -73,7 +77,8 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
                                neighbors=neighbors, neighbor_weight=neighbor_weight, prf=prf,
                                prf_terms=prf_terms, prf_weight=prf_weight,
                                speaker=None if speaker is None else True, speaker_weight=speaker,
-                               decompose=decompose, temporal=temporal),
+                               decompose=decompose, temporal=temporal,
+                               session_prior=session_prior),
                            **filter_args(filters))
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits],

@@ -21,6 +21,9 @@
 --   carry a time, for a query that asks about time or names one; see memdb.search_hybrid).
 --   speaker_boost in [0, 10] (default 0 = off): a transcript line "Name: text" whose speaker
 --   the query names scores (1 + speaker_boost) times as much (memdb.speaker_of).
+--   session_prior in [0, 10] (default 0 = off): a memory in a session (subject, session_id)
+--   that holds a share of the candidates' summed fused score scores (1 + session_prior *
+--   share) times as much (see memdb.search_hybrid, step 3f).
 CREATE OR REPLACE FUNCTION memdb.check_search_options(p_options jsonb)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -64,7 +67,8 @@ BEGIN
         ELSIF k IN ('depth', 'rrf_k', 'k1', 'b', 'candidate_df_ratio', 'mmr_lambda', 'mmr_candidates',
                     'decay_weight', 'hotness_weight', 'importance_weight', 'half_life_days',
                     'exact_limit', 'space_id', 'system_boost', 'neighbors', 'neighbor_weight',
-                    'prf', 'prf_terms', 'prf_weight', 'speaker_boost', 'temporal') THEN
+                    'prf', 'prf_terms', 'prf_weight', 'speaker_boost', 'temporal',
+                    'session_prior') THEN
             IF jsonb_typeof(v) <> 'number' THEN
                 RAISE EXCEPTION 'option "%" must be a number', k USING ERRCODE = 'invalid_parameter_value';
             END IF;
@@ -78,7 +82,7 @@ BEGIN
                OR (k = 'prf' AND (x < 0 OR x > 100 OR x <> trunc(x)))
                OR (k = 'speaker_boost' AND (x < 0 OR x > 10))
                OR (k = 'prf_terms' AND (x < 1 OR x > 100 OR x <> trunc(x)))
-               OR (k = 'temporal' AND (x < 0 OR x > 10))
+               OR (k IN ('temporal', 'session_prior') AND (x < 0 OR x > 10))
                OR (k = 'candidate_df_ratio' AND (x <= 0 OR x > 1))
                OR (k IN ('exact_limit', 'space_id') AND (x < 0 OR x <> trunc(x))) THEN
                 RAISE EXCEPTION 'option "%" is out of range: %', k, x USING ERRCODE = 'invalid_parameter_value';

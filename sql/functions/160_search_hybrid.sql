@@ -40,6 +40,14 @@
 --      (1 + speaker_boost) times as much (in the multiplier, after the system boost; speaker_of
 --      runs once per distinct line prefix): "What books has Melanie read?"
 --      prefers what Melanie said, whose name BM25 drops as too common (candidate_df_ratio);
+--   3f. with session_prior set (a weight w, off by default), the session prior: a candidate in
+--      a session (its subject and non-null session_id) that holds much of the candidates'
+--      evidence scores (1 + w * share) times as much (in the multiplier, after the speaker
+--      match, before neighbour expansion), share = the summed fused score of the candidates
+--      in its session / the summed fused score of all candidates (every route's top depth,
+--      session-less ones included; CTE ss): a turn among many strong turns of one
+--      conversation session is more likely on topic than a lone match elsewhere. A memory
+--      without a session_id gets no prior (CTEs ss, bp);
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
 -- With prf set (off by default), the BM25 route runs the query expanded by pseudo-relevance
 -- feedback (memdb.prf_terms, memdb.search_bm25_weighted) instead of p_query.
@@ -86,6 +94,7 @@ DECLARE
     t_range tstzrange;
     speaker_w double precision;
     q_names text[];
+    session_w double precision;
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -121,6 +130,7 @@ BEGIN
         END IF;
     END IF;
     speaker_w := coalesce((o ->> 'speaker_boost')::double precision, 0);
+    session_w := coalesce((o ->> 'session_prior')::double precision, 0);
     IF speaker_w > 0 THEN
         q_names := memdb.entity_candidates(p_query);  -- NULL for a NULL query: no speaker named
     END IF;
@@ -168,8 +178,8 @@ BEGIN
     ), b0 AS (
         -- base: fused * multiplier; lifted: base with the system boost of an active rule;
         -- sv, sb, se: the route scores with a miss as the lowest score
-        SELECT fu.*, m.event_time, m.names_time, m.valid_from, fu.fused * mu.mult AS base,
-               mu.mult, mu.is_rule,
+        SELECT fu.*, m.event_time, m.names_time, m.valid_from, m.subject, m.session_id,
+               fu.fused * mu.mult AS base, mu.mult, mu.is_rule,
                fu.fused * mu.mult * CASE WHEN mu.is_rule THEN 1 + system_boost ELSE 1 END AS lifted,
                coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
                coalesce(fu.exact_score, '-Infinity') AS se
@@ -182,19 +192,33 @@ BEGIN
                                           extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult,
                    (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
+    ), ss AS (
+        -- the session prior (step 3f): each session's share of the candidates' summed fused
+        -- score, and its factor 1 + session_w * share (1 for a memory without a session)
+        SELECT b0.subject, b0.session_id,
+               1 + session_w * sum(b0.fused) / nullif((SELECT sum(x.fused) FROM b0 x), 0) AS prior
+        FROM b0
+        WHERE session_w > 0 AND b0.session_id IS NOT NULL
+        GROUP BY b0.subject, b0.session_id
+    ), bp AS (
+        SELECT b0.*, coalesce(ss.prior, 1) AS prior
+        FROM b0 LEFT JOIN ss ON ss.subject = b0.subject AND ss.session_id = b0.session_id
     ), b AS (
         -- the temporal factor (at most t_max) only where it can matter: a candidate whose
-        -- lifted score times t_max stays below the pool-th base score stays out of the pool
-        -- anyway (every factor is >= 1), so it keeps the factor 1
-        SELECT b0.id, b0.fused, b0.vector_rank, b0.vector_score, b0.bm25_rank, b0.bm25_score,
-               b0.exact_rank, b0.exact_score, b0.base * tb.f AS base, b0.mult * tb.f AS mult,
-               b0.is_rule, b0.lifted * tb.f AS lifted, b0.sv, b0.sb, b0.se
-        FROM b0
+        -- lifted score times t_max, the speaker factor's most and its session prior stays
+        -- below the pool-th base * prior stays out of the pool anyway (every factor is >= 1),
+        -- so it keeps the factor 1
+        SELECT bp.id, bp.fused, bp.vector_rank, bp.vector_score, bp.bm25_rank, bp.bm25_score,
+               bp.exact_rank, bp.exact_score, bp.base * tb.f AS base, bp.mult * tb.f AS mult,
+               bp.is_rule, bp.lifted * tb.f AS lifted, bp.sv, bp.sb, bp.se, bp.prior
+        FROM bp
         CROSS JOIN LATERAL (
             SELECT CASE WHEN temporal_w > 0
-                             AND b0.lifted * (1 + temporal_w * (t_intent::integer + (t_range IS NOT NULL)::integer))
-                                 >= coalesce((SELECT x.base FROM b0 x ORDER BY x.base DESC OFFSET pool - 1 LIMIT 1), 0)
-                        THEN memdb.temporal_boost(b0.event_time, b0.names_time, b0.valid_from,
+                             AND bp.lifted * (1 + temporal_w * (t_intent::integer + (t_range IS NOT NULL)::integer))
+                                 * (1 + speaker_w) * bp.prior
+                                 >= coalesce((SELECT x.base * x.prior FROM bp x
+                                              ORDER BY x.base * x.prior DESC OFFSET pool - 1 LIMIT 1), 0)
+                        THEN memdb.temporal_boost(bp.event_time, bp.names_time, bp.valid_from,
                                                   t_intent, t_range, temporal_w)
                         ELSE 1 END AS f
         ) tb
@@ -229,7 +253,8 @@ BEGIN
         SELECT l.id FROM sp_line l JOIN sp_prefix n ON n.prefix = l.prefix
     ), c AS (
         SELECT b.*, CASE WHEN b.is_rule THEN greatest(b.base, least(b.lifted, bt.cap)) ELSE b.base END
-                    * CASE WHEN sn.id IS NULL THEN 1 ELSE 1 + speaker_w END AS score,
+                    * CASE WHEN sn.id IS NULL THEN 1 ELSE 1 + speaker_w END
+                    * b.prior AS score,
                coalesce(bt.above, 0) AS above
         FROM b LEFT JOIN beaten bt ON bt.id = b.id LEFT JOIN sp_named sn ON sn.id = b.id
     ), lend AS (
