@@ -385,6 +385,66 @@ def test_sql_helpers(raw):
     assert strength == [4, 3, 2, 1, 0]
 
 
+# The reference definitions memdb.same_words and memdb.history_row were first written as
+# (plain SQL functions, slower); the faster ones must give the same answers.
+_SAME_WORDS_REF = r"""
+CREATE FUNCTION pg_temp.same_words_ref(p_a text, p_b text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT AS $$
+    WITH w AS (
+        SELECT ARRAY(SELECT DISTINCT x[1] FROM regexp_matches(memdb.normalize_text(p_a),
+                     '([\u3400-\u9fff\uf900-\ufaff]|[^[:space:][:punct:]\u3400-\u9fff\uf900-\ufaff]+)', 'g') AS x) AS a,
+               ARRAY(SELECT DISTINCT x[1] FROM regexp_matches(memdb.normalize_text(p_b),
+                     '([\u3400-\u9fff\uf900-\ufaff]|[^[:space:][:punct:]\u3400-\u9fff\uf900-\ufaff]+)', 'g') AS x) AS b
+    ), neg AS (
+        SELECT memdb.normalize_text(p_a) ~ '\m(not|no|never|none|nothing|nobody|neither|nor|cannot|without)\M|n''t\M|[不没沒别別勿未无無]' AS a,
+               memdb.normalize_text(p_b) ~ '\m(not|no|never|none|nothing|nobody|neither|nor|cannot|without)\M|n''t\M|[不没沒别別勿未无無]' AS b
+    )
+    SELECT (w.a <@ w.b OR w.b <@ w.a) AND neg.a = neg.b FROM w, neg
+$$"""
+_HISTORY_ROW_REF = """
+CREATE FUNCTION pg_temp.history_row_ref(r memdb.memories) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT (to_jsonb(r) - 'embedding' - 'tsv' - 'content_hash' - 'doc_len'
+            - 'event_time' - 'names_time')
+           || jsonb_build_object('has_embedding', r.embedding IS NOT NULL)
+$$"""
+_TEXTS = ["我喜欢喝绿茶", "我很喜欢喝绿茶", "我不喜欢喝绿茶", "李四是前端工程师", "李四是后端工程师",
+          "I like tea", "I don't like tea", "I never drink tea", "Alice likes tea.",
+          "alice LIKES tea!", "Ｒｅａｃｔ 和 Vue.js", "react 和 vue js", "没有", "沒有", "無糖", "无糖",
+          "テストです", "한국어 텍스트", "", "...", "  tea  ", "tea, tea and tea", "cannot", "can not"]
+
+
+def test_same_words_and_history_row_match_their_reference(raw):
+    raw.execute(_SAME_WORDS_REF)
+    pairs = [(a, b) for a in _TEXTS for b in _TEXTS]
+    got = raw.execute(
+        "SELECT memdb.same_words(p.a, p.b), pg_temp.same_words_ref(p.a, p.b) "
+        "FROM unnest(%s::text[], %s::text[]) AS p(a, b)",
+        ([a for a, _ in pairs], [b for _, b in pairs])).fetchall()
+    assert [new for new, _ in got] == [ref for _, ref in got]
+    assert {new for new, _ in got} == {True, False}
+    assert raw.execute("SELECT memdb.same_words(NULL, 'tea')").fetchone()[0] is None
+
+    raw.execute(_HISTORY_ROW_REF)
+    raw.execute("SET memdb.reason = 'reference'")
+    raw.execute("SELECT memdb.ensure_embedding_space('test-history-row', 3)")
+    space = raw.execute("SELECT id FROM memdb.embedding_spaces WHERE model = 'test-history-row'"
+                        ).fetchone()[0]
+    raw.execute(
+        "SELECT * FROM memdb.write_memories(%s::jsonb, ARRAY[%s::vector, NULL], %s)",
+        ('[{"content": "张伟住在上海", "subject": "zw", "tags": ["家", "city"],'
+         '  "metadata": {"来源": "chat", "n": 1}, "ttl_seconds": 3600},'
+         ' {"content": "Alice works at Acme", "subject": "alice", "norm_key": "job"}]',
+         "[0.1, 0.2, 0.3]", space))
+    rows = raw.execute(
+        "WITH m AS MATERIALIZED (SELECT * FROM memdb.memories) "
+        "SELECT memdb.history_row(m) AS new, pg_temp.history_row_ref(m) AS ref, "
+        "       m.embedding IS NOT NULL AS has FROM m").fetchall()
+    assert sorted(has for _, _, has in rows) == [False, True]
+    assert [new for new, _, _ in rows] == [ref for _, ref, _ in rows]
+    assert raw.execute("SELECT memdb.history_row(NULL::memdb.memories)").fetchone()[0] is None
+
+
 def test_write_memories_from_sql(raw):
     raw.execute("SET memdb.reason = 'psql'")
     out = raw.execute(

@@ -5,20 +5,28 @@
 -- (not/no/never/n't, 不/没/别/勿/未/无). Embeddings alone cannot tell 前端工程师 from
 -- 后端工程师 (cosine 0.99 with multilingual-e5-small) or "I like coffee" from "I don't like
 -- coffee"; a near duplicate must pass both this and the cosine threshold (memdb.write_memories).
+-- Each text is normalized once and the negation test (cheap) decides first; the word lists
+-- need no DISTINCT, as containment ignores repeats.
 -- Example: SELECT memdb.same_words('我喜欢喝绿茶', '我很喜欢喝绿茶');  -- true
 CREATE OR REPLACE FUNCTION memdb.same_words(p_a text, p_b text)
 RETURNS boolean
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-    WITH w AS (
-        SELECT ARRAY(SELECT DISTINCT x[1] FROM regexp_matches(memdb.normalize_text(p_a),
-                     '([\u3400-\u9fff\uf900-\ufaff]|[^[:space:][:punct:]\u3400-\u9fff\uf900-\ufaff]+)', 'g') AS x) AS a,
-               ARRAY(SELECT DISTINCT x[1] FROM regexp_matches(memdb.normalize_text(p_b),
-                     '([\u3400-\u9fff\uf900-\ufaff]|[^[:space:][:punct:]\u3400-\u9fff\uf900-\ufaff]+)', 'g') AS x) AS b
-    ), neg AS (
-        SELECT memdb.normalize_text(p_a) ~ '\m(not|no|never|none|nothing|nobody|neither|nor|cannot|without)\M|n''t\M|[不没沒别別勿未无無]' AS a,
-               memdb.normalize_text(p_b) ~ '\m(not|no|never|none|nothing|nobody|neither|nor|cannot|without)\M|n''t\M|[不没沒别別勿未无無]' AS b
-    )
-    SELECT (w.a <@ w.b OR w.b <@ w.a) AND neg.a = neg.b
-    FROM w, neg
+DECLARE
+    a text := memdb.normalize_text(p_a);
+    b text := memdb.normalize_text(p_b);
+    c_word constant text :=
+        '([\u3400-\u9fff\uf900-\ufaff]|[^[:space:][:punct:]\u3400-\u9fff\uf900-\ufaff]+)';
+    c_neg constant text :=
+        '\m(not|no|never|none|nothing|nobody|neither|nor|cannot|without)\M|n''t\M|[不没沒别別勿未无無]';
+    wa text[];
+    wb text[];
+BEGIN
+    IF (a ~ c_neg) <> (b ~ c_neg) THEN
+        RETURN false;
+    END IF;
+    wa := ARRAY(SELECT x[1] FROM regexp_matches(a, c_word, 'g') AS x);
+    wb := ARRAY(SELECT x[1] FROM regexp_matches(b, c_word, 'g') AS x);
+    RETURN wa <@ wb OR wb <@ wa;
+END
 $$;
