@@ -29,10 +29,11 @@ class SearchOptions:
     times as much (SQL default 1; 0 = off), but never pass a memory that scores at least as
     high on every route and higher on one (memdb.search_hybrid): the boost settles mixed
     evidence, it does not lift weak matches.
-    neighbors: a window 0..10 (True = 1; off by default): each hit brings the memories that many
-    places before and after it in its session (same subject and session_id, by created_at),
-    scored neighbor_weight ** distance times the hit's score (neighbor_weight default 0.5); a
-    memory without a session_id has no neighbours and is nobody's neighbour.
+    neighbors: a window 0..10 (True = 1; DEFAULT_OPTIONS: 1, 0 = off; SQL default off): each
+    hit brings the memories that many places before and after it in its session (same subject
+    and session_id, by created_at), scored neighbor_weight ** distance times the hit's score
+    (neighbor_weight: DEFAULT_OPTIONS 0.4, SQL default 0.5); a memory without a session_id
+    has no neighbours and is nobody's neighbour.
     prf: pseudo-relevance feedback (True = 10; off by default): the BM25 route runs the query
     expanded with prf_terms terms (default 10) of the first pass's top ``prf`` memories, the
     original terms weighted prf_weight (default 0.5) - see memdb.prf_terms.
@@ -44,7 +45,8 @@ class SearchOptions:
     "Name: text" whose speaker the query names ("What books has Melanie read?") scores
     (1 + speaker_weight) times as much (speaker_weight in [0, 10], default 0.5; SQL option
     speaker_boost, see memdb.speaker_of).
-    temporal: a weight in [0, 10] (True = 1, the cross-validated choice; off by default): for
+    temporal: a weight in [0, 10] (True = 1, the cross-validated choice; DEFAULT_OPTIONS: 1,
+    0 = off; SQL default off): for
     a query that asks about time ("when did ...", "how long ago", 什么时候) a memory whose
     content carries a time ("yesterday", "last week", 去年, "7 May 2023", "for 4 years")
     scores (1 + temporal) times as much, and (1 + temporal) more when the query names a time
@@ -176,12 +178,16 @@ def _number(value: Any, name: str) -> float:
     return float(value)
 
 
-# The options MemoryStore.search starts from, chosen on the LoCoMo development split (README,
-# "Evaluation"): the vector route at half weight, a small RRF constant and BM25 b = 0.3 lift
-# hybrid recall@10 from 71.6 to 77.6 there. The SQL functions keep the textbook defaults
-# (weights 1, rrf_k 60, k1 1.2, b 0.75) for callers who pass no options.
+# The options MemoryStore.search starts from (and with it recall, graph search, ask, the CLI,
+# the async store, the HTTP and MCP doors and the eval's "default"), chosen on the LoCoMo
+# development split (README, "Evaluation"): the vector route at half weight, a small RRF
+# constant and BM25 b = 0.3 lift hybrid recall@10 from 71.6 to 77.6 there; neighbour expansion
+# (window 1, weight 0.4) and the temporal boost (weight 1) are the cross-validated choice of
+# round two (README, "Retrieval quality, cross-validated"). neighbors=0 or temporal=0 turns
+# one off. The SQL functions keep the textbook defaults (weights 1, rrf_k 60, k1 1.2, b 0.75,
+# no neighbours, no temporal boost) for callers who pass no options.
 DEFAULT_OPTIONS = SearchOptions(weights={"vector": 0.5, "bm25": 1.0, "exact": 1.0}, rrf_k=5,
-                                k1=1.2, b=0.3)
+                                k1=1.2, b=0.3, neighbors=1, neighbor_weight=0.4, temporal=1.0)
 
 
 class SearchResults(list):

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from memdb.cli import cli
 from memdb.evaluation._metrics import QuestionResult
+from memdb.evaluation.locomo import describe
 from memdb.evaluation.crossval import (
     DEFAULT_GRID,
     _setting_rows,
@@ -192,8 +193,12 @@ def test_grid_settings_hold_today_default_and_textbook() -> None:
     settings, default, on = grid_settings({"b": [0.3, 0.75]}, {"mmr": mech})
     assert on == {"mmr": ["b=0.3 +mmr", "b=0.75 +mmr"]}
     assert settings["b=0.75 +mmr"] == {"b": 0.75, "mmr": 0.7}
-    # the mechanisms of issue 19 are search options, switched the same way
-    assert parse_mechanism("neighbors") == ("neighbors", {"on": {"neighbors": True}, "off": {}})
+    # the mechanisms of issue 19 are search options, switched the same way; the defaults have
+    # neighbors and temporal on, so "off" switches them off explicitly
+    assert parse_mechanism("neighbors") == ("neighbors", {"on": {"neighbors": True},
+                                                          "off": {"neighbors": False}})
+    assert parse_mechanism("temporal=[0.5, 1]") == ("temporal", {"on": {"temporal": [0.5, 1]},
+                                                                 "off": {"temporal": False}})
     assert parse_mechanism("prf=5")[1]["on"] == {"prf": 5}
     with pytest.raises(ValueError, match="no search option 'nope'"):
         parse_mechanism("nope")
@@ -212,6 +217,31 @@ def test_grid_settings_hold_today_default_and_textbook() -> None:
             parse_mechanism(bad)
     with pytest.raises(ValueError, match="must be JSON"):
         parse_mechanism("mmr={bad")
+
+
+def test_the_default_and_each_mechanism_of_it_can_be_switched_off() -> None:
+    # no mechanism named: the default is today's, neighbour expansion and temporal on
+    settings, default, _ = grid_settings({"b": [0.3]})
+    assert default == "b=0.3" and settings[default] == {"b": 0.3}
+    today = describe(settings[default])
+    assert (today["neighbors"], today["neighbor_weight"], today["temporal"]) == (1, 0.4, 1.0)
+    # a mechanism the defaults have on is measured against the default without it: the
+    # points without it have it off, the "on" candidates have it on
+    for spec, key, off in (("neighbors", "neighbors", 0), ("temporal=[1, 2]", "temporal", 0.0)):
+        name, mech = parse_mechanism(spec)
+        settings, default, on = grid_settings({"b": [0.3]}, {name: mech})
+        assert default == "b=0.3" and describe(settings[default])[key] == off
+        assert all(describe(settings[n])[key] != off for n in on[name])
+        assert list(settings) == [default, *on[name]]
+    # both off at once: the old default (no neighbours, no temporal boost)
+    mechs = dict(parse_mechanism(s) for s in ("neighbors", "temporal"))
+    settings, default, on = grid_settings({"b": [0.3]}, mechs)
+    old = describe(settings[default])
+    assert (old["neighbors"], old["temporal"]) == (0, 0.0)
+    assert settings["b=0.3 +neighbors"] == {"b": 0.3, "neighbors": True, "temporal": False}
+    # a grid without today's point: "default" is added, with the named mechanisms off
+    settings, default, _ = grid_settings({"rrf_k": [60]}, mechs)
+    assert default == "default" and settings[default] == {"neighbors": False, "temporal": False}
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Neighbour expansion (search option ``neighbors``, memdb.search_neighbors) against a real
 database: a hit brings the memories before and after it in its session, scored
-neighbor_weight ** distance times the hit's score; off by default; none for a memory without
-a session_id; never outside the tenant, the subject, the session or the search's filter; bad
+neighbor_weight ** distance times the hit's score; on by default in the store (window 1,
+weight 0.4: the cross-validated choice; the SQL default is off), neighbors=0 turns it off;
+none for a memory without a session_id; never outside the tenant, the subject, the session or the search's filter; bad
 options refused; the index serves the lookup; explain names the neighbours.
 
 Searches run the BM25 route alone, so which memories match is decided by their words and the
@@ -50,12 +51,13 @@ def by_id(hits) -> dict:
 @pytest.mark.parametrize("lines, query", [(ENGLISH, "Lisbon"), (CHINESE, "火锅")])
 def test_a_hit_brings_its_neighbours_only_when_on(store: MemoryStore, lines, query):
     turns = session(store, "amy", "s1", lines)
-    off = store.search(query, k=10, subject="amy", routes=BM25)
+    off = store.search(query, k=10, subject="amy", routes=BM25,
+                       options=SearchOptions(neighbors=0))
     assert [h.memory.id for h in off] == [turns[2]]  # the words match one turn only
     hit_score = off[0].score
 
     on = by_id(store.search(query, k=10, subject="amy", routes=BM25,
-                            options=SearchOptions(neighbors=1)))
+                            options=SearchOptions(neighbors=1, neighbor_weight=0.5)))
     assert set(on) == {turns[1], turns[2], turns[3]}
     assert on[turns[2]].score == pytest.approx(hit_score) and on[turns[2]].rank == 1
     for neighbour in (turns[1], turns[3]):
@@ -68,19 +70,22 @@ def test_a_hit_brings_its_neighbours_only_when_on(store: MemoryStore, lines, que
     assert wide[turns[3]].score == pytest.approx(0.8 * hit_score)
     assert wide[turns[4]].score == pytest.approx(0.64 * hit_score)
 
-    # explicitly off, and the store's default, are the same search as before
+    # the store's default: window 1 at weight 0.4
+    default = by_id(store.search(query, k=10, subject="amy", routes=BM25))
+    assert set(default) == {turns[1], turns[2], turns[3]}
+    assert default[turns[1]].score == pytest.approx(0.4 * hit_score)
+    # explicitly off, as False too
     assert [h.memory.id for h in store.search(query, k=10, subject="amy", routes=BM25,
                                               options=SearchOptions(neighbors=False))] == [turns[2]]
-    assert [h.memory.id for h in store.search(query, k=10, subject="amy", routes=BM25,
-                                              options=SearchOptions(neighbors=0))] == [turns[2]]
 
 
 def test_a_hit_keeps_its_own_score_when_a_neighbour_lends_less(store: MemoryStore):
     turns = session(store, "amy", "s1", ["Lisbon trip planning started.",
                                          "We will fly to Lisbon and then Porto.", "Porto wine."])
-    plain = by_id(store.search("Lisbon Porto", k=10, subject="amy", routes=BM25))
+    plain = by_id(store.search("Lisbon Porto", k=10, subject="amy", routes=BM25,
+                               options=SearchOptions(neighbors=0)))
     on = by_id(store.search("Lisbon Porto", k=10, subject="amy", routes=BM25,
-                            options=SearchOptions(neighbors=1)))
+                            options=SearchOptions(neighbors=1, neighbor_weight=0.5)))
     assert set(on) == set(turns) == set(plain)
     for mid in turns:
         lent = max(0.5 * plain[n].score for n in turns
@@ -179,7 +184,8 @@ def test_explain_names_the_neighbours(store: MemoryStore):
                         options=SearchOptions(neighbors=1))
     assert hits.explain["params"]["options"]["neighbors"] == 1
     assert set(hits.explain["neighbors"]) == {turns[1], turns[3]}
-    plain = store.search("Lisbon", k=10, subject="amy", routes=BM25, explain=True)
+    plain = store.search("Lisbon", k=10, subject="amy", routes=BM25, explain=True,
+                         options=SearchOptions(neighbors=0))
     assert "neighbors" not in plain.explain
 
 
@@ -216,15 +222,20 @@ def test_the_app_role_gets_no_neighbours_of_another_tenant(store: MemoryStore, r
     assert {r[0] for r in rows} == {turns[0], turns[1], turns[3], turns[4]}
 
 
-def test_the_cli_switches_neighbours_on(store: MemoryStore, fresh_db, monkeypatch, tmp_path):
+def test_the_cli_switches_neighbours_off_and_on(store: MemoryStore, fresh_db, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
     turns = session(store, "amy", "s1", CHINESE)
-    off = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy")["hits"]
+    off = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
+                  "--neighbors", "0")["hits"]
     assert [h["memory"]["id"] for h in off] == [str(turns[2])]
     on = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
-                 "--neighbors", "1", "--neighbor-weight", "0.4", "--explain")
-    assert {h["memory"]["id"] for h in on["hits"]} == {str(t) for t in turns[1:4]}
-    assert on["explain"]["params"]["options"]["neighbor_weight"] == 0.4
+                 "--neighbors", "2", "--neighbor-weight", "0.5", "--explain")
+    assert {h["memory"]["id"] for h in on["hits"]} == {str(t) for t in turns}
+    assert on["explain"]["params"]["options"]["neighbor_weight"] == 0.5
+    default = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
+                      "--explain")  # the default: window 1, weight 0.4
+    assert {h["memory"]["id"] for h in default["hits"]} == {str(t) for t in turns[1:4]}
+    assert default["explain"]["params"]["options"]["neighbor_weight"] == 0.4
     text = run(fresh_db, "search", "火锅", "--route", "bm25", "--neighbors", "1", "--sql")
     assert "brought by neighbour expansion: 2" in text.stdout
     bad = run(fresh_db, "search", "火锅", "--neighbors", "11")
@@ -234,9 +245,13 @@ def test_the_cli_switches_neighbours_on(store: MemoryStore, fresh_db, monkeypatc
 def test_recall_takes_the_option_too(store: MemoryStore):
     turns = session(store, "amy", "s1", ENGLISH)
     plain = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
-                                                options=SearchOptions(routes=("bm25",)))}
+                                                options=SearchOptions(routes=("bm25",),
+                                                                      neighbors=0))}
     assert plain == {turns[2]}
     near = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
                                                options=SearchOptions(routes=("bm25",),
-                                                                     neighbors=1))}
-    assert near == {turns[1], turns[2], turns[3]}
+                                                                     neighbors=2))}
+    assert near == set(turns)
+    default = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
+                                                  options=SearchOptions(routes=("bm25",)))}
+    assert default == {turns[1], turns[2], turns[3]}  # recall starts from the defaults

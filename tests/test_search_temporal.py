@@ -2,7 +2,8 @@
 relative time words in a memory resolve against the memory's own time (memdb.time_range),
 questions about time are recognised (memdb.temporal_intent), a memory that carries a time
 passes one that only shares the words, and a time the query names (resolved against as_of)
-picks the memory whose event falls in it; off by default; bad options refused.
+picks the memory whose event falls in it; on by default in the store (weight 1: the
+cross-validated choice; the SQL default is off), temporal=0 turns it off; bad options refused.
 
 Searches run the BM25 route alone, so the word matches are fixed and only the option moves
 the ranking; the distractors match the query's words better on purpose.
@@ -87,17 +88,22 @@ CASES = {
 def test_a_memory_that_carries_a_time_answers_a_when_question(store: MemoryStore, case):
     plain = add(store, case["plain"], datetime(2023, 7, 20, tzinfo=UTC))
     timed = add(store, case["timed"], datetime(2023, 6, 27, tzinfo=UTC))
-    off = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF)
+    off = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF,
+                       options=SearchOptions(temporal=0))
     assert [h.memory.id for h in off] == [plain, timed]  # the words favour the plain memory
     on = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF,
                       options=SearchOptions(temporal=1.0))
     assert [h.memory.id for h in on] == [timed, plain]
     assert on[0].score == pytest.approx(2 * off[1].score)
+    # the store's default is weight 1
+    default = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF)
+    assert [(h.memory.id, h.score) for h in default] == [(h.memory.id, h.score) for h in on]
     # a question that is not about time: the option changes nothing
     other = "张三的爱好是露营吗" if "张三" in case["query"] else "Does Melanie like camping?"
     assert ([h.score for h in store.search(other, k=5, subject="mel", routes=BM25,
                                            options=SearchOptions(temporal=1.0))]
-            == [h.score for h in store.search(other, k=5, subject="mel", routes=BM25)])
+            == [h.score for h in store.search(other, k=5, subject="mel", routes=BM25,
+                                              options=SearchOptions(temporal=0))])
 
 
 RANGE_CASES = {
@@ -114,13 +120,17 @@ RANGE_CASES = {
 def test_a_time_the_query_names_picks_the_memory_of_that_time(store: MemoryStore, case):
     july = add(store, case["july"], datetime(2023, 7, 16, 12, tzinfo=UTC))
     june = add(store, case["june"], datetime(2023, 6, 27, 10, tzinfo=UTC))  # last week: June 19-25
-    off = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF)
+    off = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF,
+                       options=SearchOptions(temporal=False))
     assert [h.memory.id for h in off] == [july, june]
     on = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF,
                       options=SearchOptions(temporal=0.5))
     assert [h.memory.id for h in on] == [june, july]
     assert on[0].details["multiplier"] == pytest.approx(2.0)
     assert on[1].details["multiplier"] == pytest.approx(1.5)
+    default = store.search(case["query"], k=5, subject="mel", routes=BM25, as_of=AS_OF)
+    assert [h.memory.id for h in default] == [june, july]  # weight 1: 3 and 2
+    assert [h.details["multiplier"] for h in default] == pytest.approx([3.0, 2.0])
 
 
 def test_the_query_time_resolves_against_as_of(store: MemoryStore):
@@ -152,17 +162,19 @@ def test_bad_temporal_options_are_refused_in_python(store: MemoryStore, value):
     assert store.get(mid).access_count == 0  # nothing changed
 
 
-def test_the_cli_switches_temporal_on(store: MemoryStore, fresh_db, monkeypatch, tmp_path):
+def test_the_cli_switches_temporal_off_and_on(store: MemoryStore, fresh_db, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
     case = CASES["chinese"]
     plain = add(store, case["plain"], datetime(2023, 7, 20, tzinfo=UTC))
     timed = add(store, case["timed"], datetime(2023, 6, 27, tzinfo=UTC))
     args = ("search", case["query"], "--route", "bm25", "--subject", "mel")
-    off = ok_json(fresh_db, *args)["hits"]
-    assert [h["memory"]["id"] for h in off] == [str(plain), str(timed)]
-    on = ok_json(fresh_db, *args, "--temporal", "1", "--explain")
-    assert [h["memory"]["id"] for h in on["hits"]] == [str(timed), str(plain)]
-    assert on["explain"]["params"]["options"]["temporal"] == 1.0
+    off = ok_json(fresh_db, *args, "--temporal", "0", "--explain")
+    assert [h["memory"]["id"] for h in off["hits"]] == [str(plain), str(timed)]
+    assert off["explain"]["params"]["options"]["temporal"] == 0.0
+    for on in (ok_json(fresh_db, *args, "--temporal", "1", "--explain"),
+               ok_json(fresh_db, *args, "--explain")):  # the default: weight 1
+        assert [h["memory"]["id"] for h in on["hits"]] == [str(timed), str(plain)]
+        assert on["explain"]["params"]["options"]["temporal"] == 1.0
 
 
 def test_true_is_the_cross_validated_weight():

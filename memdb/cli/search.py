@@ -31,10 +31,10 @@ from ._shared import filter_args, filter_options, pairs
                            "half_life_days, hotness_weight, importance_weight."}),
     (["--neighbors"], {"type": int, "metavar": "N",
                        "help": "Bring each hit's session neighbours up to N turns away (0-10; "
-                               "off by default)."}),
+                               "default 1; 0 = off)."}),
     (["--neighbor-weight"], {"type": float, "metavar": "W",
                              "help": "A neighbour scores W ** distance times its hit (default "
-                                     "0.5)."}),
+                                     "0.4)."}),
     (["--prf"], {"type": int, "metavar": "N",
                  "help": "Pseudo-relevance feedback: expand the BM25 query from the first "
                          "pass's top N memories (0-100; off by default)."}),
@@ -51,7 +51,7 @@ from ._shared import filter_args, filter_options, pairs
     (["--temporal"], {"type": float, "metavar": "W",
                       "help": "For a question about time, memories that carry a time score "
                               "(1 + W) times as much, (1 + W) more when they fall in a time "
-                              "the query names (0-10; off by default)."}),
+                              "the query names (0-10; default 1; 0 = off)."}),
     (["--session-prior"], {"type": float, "metavar": "W",
                            "help": "A memory in a session holding a share of the candidates' "
                                    "score scores (1 + W * share) times as much (0-10; off by "

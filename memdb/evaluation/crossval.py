@@ -16,8 +16,10 @@ figures and won/lost question counts against the current default.
 Candidates are a grid over search options (:data:`DEFAULT_GRID`: ``rrf_k``, the vector weight
 and BM25 ``b`` around today's tuned defaults, with the SQL textbook values) and, for every
 mechanism named (any :class:`memdb.search.SearchOptions` field, e.g. a mechanism switch), the
-same grid with it on. A mechanism's verdict compares, fold by fold, the train-best setting with
-it on against the train-best setting without it (test recall@10): it is **kept** when it wins
+same grid with it on; the points without it, the default among them, have it off (False)
+when the default options have it on (``neighbors``, ``temporal``). A mechanism's verdict
+compares, fold by fold, the train-best setting with it on against the train-best setting
+without it (test recall@10): it is **kept** when it wins
 on every fold, or on average with no fold losing more than one point, and no category's
 recall@10 (mean over the folds) is lower by more than one point.
 
@@ -121,8 +123,10 @@ def grid_settings(grid: Mapping[str, Sequence[Any]] | None = None,
     """The candidates: ``(settings, default, mechanism_settings)``. ``settings`` maps a name
     to search settings (for :func:`memdb.evaluation.locomo.collect`), the default first:
     every grid point with all mechanisms off, then every grid point with one mechanism on;
-    ``default`` names the setting equal to today's default options (added as "default" when
-    no grid point is); ``mechanism_settings`` names each mechanism's "on" settings."""
+    ``default`` names the setting equal to today's default options with every mechanism named
+    switched off (a mechanism the defaults have on, such as ``neighbors`` or ``temporal``, is
+    then measured against the default without it; added as "default" when no grid point is);
+    ``mechanism_settings`` names each mechanism's "on" settings."""
     grid = DEFAULT_GRID if grid is None else grid
     mechanisms = mechanisms or {}
     axes = list(grid)
@@ -134,11 +138,11 @@ def grid_settings(grid: Mapping[str, Sequence[Any]] | None = None,
     base: dict[str, dict[str, Any]] = {}
     for point in points:
         base[_label(point) or "default"] = {**_point(point), **off}
-    today = describe({})
+    today = describe(off)
     default = next((name for name, cfg in base.items() if describe(cfg) == today), None)
     if default is None:
         default = "default"
-        base = {default: {}, **base}
+        base = {default: dict(off), **base}
     else:
         base = {default: base[default], **base}
     settings = dict(base)

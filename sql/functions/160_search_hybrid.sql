@@ -21,12 +21,12 @@
 --      and ties in the rule's favour, and a rule that only shares a character or a name with
 --      the query cannot pass the memories that match it better on every route.
 --      multiplier = score / fused, the boost included;
---   3c. with neighbors set (off by default), the top candidates' session neighbours (the same
---      non-null session_id; a memory without one has none) join the candidates with score
---      neighbor_weight ^ distance times the hit's (memdb.search_neighbors; a candidate keeps
---      the higher of its own and a lent score; route columns NULL for a neighbour no route
---      found);
---   3d. with temporal set (a weight, off by default), the multiplier also holds
+--   3c. with neighbors set (off here by default; 1 at weight 0.4 in memdb.search.DEFAULT_OPTIONS),
+--      the top candidates' session neighbours (the same non-null session_id; a memory without
+--      one has none) join the candidates with score neighbor_weight ^ distance times the hit's
+--      (memdb.search_neighbors; a candidate keeps the higher of its own and a lent score; route
+--      columns NULL for a neighbour no route found);
+--   3d. with temporal set (a weight; off here, 1 in DEFAULT_OPTIONS), the multiplier also holds
 --      memdb.temporal_boost: a memory whose content carries a time scores (1 + temporal) times
 --      as much when the query asks about time (memdb.temporal_intent), and (1 + temporal) more
 --      when the query names a time (memdb.time_range against as_of or now()) that the memory's
