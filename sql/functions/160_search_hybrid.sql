@@ -84,6 +84,7 @@ DECLARE
     pool integer;
     v_now timestamptz;
     usage_subject text;
+    use_age boolean;  -- a decay or hotness weight: the memory's age matters
     found_rows jsonb;
     use_prf boolean;
     prf_t text[];
@@ -134,11 +135,16 @@ BEGIN
     IF speaker_w > 0 THEN
         q_names := memdb.entity_candidates(p_query);  -- NULL for a NULL query: no speaker named
     END IF;
+    use_age := coalesce((o ->> 'decay_weight')::double precision, 0) <> 0
+               OR coalesce((o ->> 'hotness_weight')::double precision, 0) <> 0;
     usage_subject := CASE jsonb_typeof(f -> 'subject')
                          WHEN 'string' THEN f ->> 'subject'
                          WHEN 'array' THEN CASE WHEN jsonb_array_length(f -> 'subject') = 1 THEN f #>> '{subject,0}' END
                      END;
 
+    IF NOT EXISTS (SELECT 1 FROM memdb.memories m WHERE m.tenant = p_tenant) THEN
+        RETURN;  -- a tenant without memories finds nothing (its query needs no embedding space yet)
+    END IF;
     WITH fu AS (
         SELECT r.id,
                sum(CASE r.route WHEN 'vector' THEN w_vector WHEN 'bm25' THEN w_bm25 ELSE w_exact END
@@ -184,12 +190,17 @@ BEGIN
                coalesce(fu.vector_score, '-Infinity') AS sv, coalesce(fu.bm25_score, '-Infinity') AS sb,
                coalesce(fu.exact_score, '-Infinity') AS se
         FROM fu
-        JOIN memdb.memories m ON m.tenant = p_tenant AND m.id = fu.id
-        LEFT JOIN memdb.memory_usage u ON u.tenant = m.tenant AND u.memory_id = m.id
+        -- each candidate's row by its key (OFFSET 0 keeps the lookup per candidate: the generic
+        -- plan otherwise hashes a scan of the whole table when it is small)
+        CROSS JOIN LATERAL (SELECT m.subject, m.session_id, m.category, m.importance, m.created_at,
+                                   m.status, m.valid_from, m.event_time, m.names_time
+                            FROM memdb.memories m WHERE m.tenant = p_tenant AND m.id = fu.id OFFSET 0) m
+        LEFT JOIN memdb.memory_usage u ON u.tenant = p_tenant AND u.memory_id = fu.id
                                        AND u.subject = coalesce(usage_subject, m.subject)
         CROSS JOIN LATERAL (
             SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
-                                          extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult,
+                                          CASE WHEN use_age THEN extract(epoch FROM v_now - m.created_at) / 86400.0 END,
+                                          o) AS mult,
                    (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
     ), ss AS (
