@@ -27,6 +27,15 @@ BEGIN
         RAISE EXCEPTION 'memdb filter must be a JSON object, got %', jsonb_typeof(p_filter)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF p_filter = '{}'::jsonb
+       OR (p_filter - 'subject' = '{}'::jsonb
+           AND CASE jsonb_typeof(p_filter -> 'subject')
+                   WHEN 'string' THEN true
+                   WHEN 'array' THEN jsonb_array_length(p_filter -> 'subject') = 1
+                                     AND jsonb_typeof(p_filter -> 'subject' -> 0) = 'string'
+                   ELSE false END) THEN
+        RETURN true;  -- the filters searches use most (none, one subject): nothing else to check
+    END IF;
     FOR k, v IN SELECT * FROM jsonb_each(p_filter) LOOP
         CASE
             WHEN k IN ('subject', 'agent', 'scope', 'project_id', 'session_id', 'kind',
