@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from .errors import InvalidInput
@@ -89,10 +89,11 @@ class SearchOptions:
     def replace(self, **changes: Any) -> SearchOptions:
         """These options with the non-None ``changes`` laid over them; ``weights`` are merged
         route by route, so changing one route's weight keeps the others."""
-        values = asdict(self)
+        changes = {key: val for key, val in changes.items() if val is not None}
+        if not changes:
+            return self  # frozen: nothing to copy
+        values = self._values()
         for key, val in changes.items():
-            if val is None:
-                continue
             if key == "weights" and isinstance(val, dict) and isinstance(values["weights"], dict):
                 val = {**values["weights"], **val}
             values[key] = val
@@ -100,7 +101,16 @@ class SearchOptions:
 
     def over(self, base: SearchOptions) -> SearchOptions:
         """``base`` with every option set here laid over it."""
-        return base.replace(**{k: val for k, val in asdict(self).items() if val is not None})
+        return base.replace(**self._values())
+
+    def _values(self) -> dict[str, Any]:
+        """The fields by name (what dataclasses.asdict gives, without its deep copy: a search
+        builds options on every call; routes and weights hold plain values, copied here)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key in ("routes", "weights"):
+            if isinstance(values[key], (dict, list)):
+                values[key] = type(values[key])(values[key])
+        return values
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
