@@ -28,18 +28,14 @@ import numpy as np
 import psycopg
 from _server import emit  # noqa: I001  (benchmarks/ sibling modules)
 from psycopg import sql
-from search_ab import generic_plans_sql
-from temporal_ab import DROP, SIDES, TIMER, _call, _stats, functions_sql
+from temporal_ab import DROP, SIDES, _call, _stats, install_sides, locomo_turns
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.embeddings import embedder_from_env  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
-from memdb.evaluation._vector_cache import PassageVectorCache, embed_passages_cached  # noqa: E402
-from memdb.evaluation.locomo import load_locomo, memory_inputs  # noqa: E402
 from memdb.search import DEFAULT_OPTIONS  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "defaults_ab.json"
@@ -50,18 +46,7 @@ OLD_DEFAULT = {"weights": {"vector": 0.5, "bm25": 1.0, "exact": 1.0}, "rrf_k": 5
 
 def run(args: argparse.Namespace) -> dict:
     ks = sorted({int(k) for k in args.ks.split(",")})
-    convs = load_locomo(args.path, args.limit)
-    embedder = embedder_from_env()
-    inputs = [memory_inputs(conv) for conv in convs]
-    flat = [item for items in inputs for item in items]
-    vectors, cache_stats = embed_passages_cached(
-        embedder, [i.embedding_text() for i in flat], PassageVectorCache(embedder))
-    for item, vec in zip(flat, vectors, strict=True):
-        item.embedding = vec
-    questions = [(conv.sample_id, q.question) for conv in convs for q in conv.questions]
-    q_vectors = embedder.embed_queries([q for _, q in questions])
-    print(f"[defaults_ab] {len(flat)} turns ({cache_stats}), {len(questions)} questions",
-          file=sys.stderr)
+    embedder, inputs, questions, q_vectors = locomo_turns(args.path, args.limit, "defaults_ab")
     options = {"memdb_ref": json.loads(args.ref_options), "memdb_new": DEFAULT_OPTIONS.to_json()}
     times = {str(k): {side: [] for side in SIDES} for k in ks}
     changed = {str(k): 0 for k in ks}
@@ -72,14 +57,7 @@ def run(args: argparse.Namespace) -> dict:
                 store.add_many(items)
         with psycopg.connect(scratch, autocommit=True) as conn:
             conn.execute("ANALYZE")
-            for side, ref in zip(SIDES, (args.ref, None), strict=True):
-                conn.execute(DROP.format(sql.Identifier(side)))
-                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(side)))
-                conn.execute(functions_sql(side, ref))
-                generic = generic_plans_sql(side, ref)
-                if generic:
-                    conn.execute(generic)
-            conn.execute(TIMER)
+            install_sides(conn, args.ref)
             pairs = list(zip(questions, q_vectors, strict=True))
             for (subject, question), vec in pairs[:5]:  # warm caches and plans
                 for side in SIDES:
@@ -117,7 +95,8 @@ def run(args: argparse.Namespace) -> dict:
         "benchmark": "defaults_ab",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "dataset": str(args.path), "ref": args.ref, "new": "working tree sql/functions",
-        "questions": len(questions), "memories": len(flat), "ks": ks, "options": options,
+        "questions": len(questions), "memories": sum(len(items) for items in inputs), "ks": ks,
+        "options": options,
         "db_time_ms": out, "questions_changed": changed,
         "loadavg_1min": {"min": round(min(loads), 2), "median": round(float(np.median(loads)), 2),
                          "max": round(max(loads), 2), "cpus": os.cpu_count()},

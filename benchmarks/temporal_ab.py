@@ -7,7 +7,8 @@ under schema memdb_ref and this checkout's under memdb_new (each with its revisi
 plain-PostgreSQL plan setting, as benchmarks/search_ab.py does; both call the same routes and
 memdb.time_range), then for every question, at each k, times four calls inside the server
 (clock_timestamp around an EXECUTE: no round trip, driver or Python): ref default, ref
-temporal, new default, new temporal (DEFAULT_OPTIONS, and the same with temporal = --weight;
+temporal, new default, new temporal (DEFAULT_OPTIONS with temporal 0, since the default has it
+on, and the same with temporal = --weight;
 scoped to the question's conversation, no as_of, as the eval searches), in an order that
 rotates question by question, so load from other processes falls on all alike. Every ref/new
 pair must return the same rows (ids, ranks, scores); differences are listed. Reports p50/p95
@@ -96,12 +97,13 @@ def _call(conn: psycopg.Connection, schema: str, question: str, vector: np.ndarr
             f" {lit(json.dumps(options))}::jsonb)")
 
 
-def run(args: argparse.Namespace) -> dict:
-    ks = sorted({int(k) for k in args.ks.split(",")})
-    convs = load_locomo(args.path, args.limit)
+def locomo_turns(path: str, limit: int | None, tag: str):
+    """The file's turns as memory inputs per conversation, with the eval's cached vectors, and
+    its questions embedded: (embedder, [[MemoryInput]], [(subject, question)], vectors)."""
+    convs = load_locomo(path, limit)
     embedder = embedder_from_env()
-    inputs = [(conv, memory_inputs(conv)) for conv in convs]
-    flat = [item for _, items in inputs for item in items]
+    inputs = [memory_inputs(conv) for conv in convs]
+    flat = [item for items in inputs for item in items]
     vectors, cache_stats = embed_passages_cached(
         embedder, [i.embedding_text() for i in flat], PassageVectorCache(embedder))
     for item, vec in zip(flat, vectors, strict=True):
@@ -109,9 +111,28 @@ def run(args: argparse.Namespace) -> dict:
     questions = [(conv.sample_id, q.question) for conv in convs for q in conv.questions]
     t0 = time.perf_counter()
     q_vectors = embedder.embed_queries([q for _, q in questions])
-    print(f"[temporal_ab] {len(flat)} turns ({cache_stats}), {len(questions)} questions embedded"
+    print(f"[{tag}] {len(flat)} turns ({cache_stats}), {len(questions)} questions embedded"
           f" in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    settings = {"default": DEFAULT_OPTIONS.to_json(),
+    return embedder, inputs, questions, q_vectors
+
+
+def install_sides(conn: psycopg.Connection, ref: str) -> None:
+    """Schemas memdb_ref (revision ref's search_hybrid and temporal_boost) and memdb_new (this
+    checkout's), each with its revision's plan setting, and the timer memdb_ref.db_call."""
+    for side, rev in zip(SIDES, (ref, None), strict=True):
+        conn.execute(DROP.format(sql.Identifier(side)))
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(side)))
+        conn.execute(functions_sql(side, rev))
+        generic = generic_plans_sql(side, rev)
+        if generic:
+            conn.execute(generic)
+    conn.execute(TIMER)
+
+
+def run(args: argparse.Namespace) -> dict:
+    ks = sorted({int(k) for k in args.ks.split(",")})
+    embedder, inputs, questions, q_vectors = locomo_turns(args.path, args.limit, "temporal_ab")
+    settings = {"default": DEFAULT_OPTIONS.replace(temporal=0).to_json(),
                 "temporal": DEFAULT_OPTIONS.replace(temporal=args.weight).to_json()}
     combos = [(side, name) for side in SIDES for name in settings]
     times: dict[str, dict[str, dict[str, list[float]]]] = {
@@ -121,18 +142,11 @@ def run(args: argparse.Namespace) -> dict:
     loads = [os.getloadavg()[0]]
     with scratch_database(None) as scratch:
         with MemoryStore(scratch, embedder=embedder, gate=None) as store:
-            for _, items in inputs:
+            for items in inputs:
                 store.add_many(items)
         with psycopg.connect(scratch, autocommit=True) as conn:
             conn.execute("ANALYZE")
-            for side, ref in zip(SIDES, (args.ref, None), strict=True):
-                conn.execute(DROP.format(sql.Identifier(side)))
-                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(side)))
-                conn.execute(functions_sql(side, ref))
-                generic = generic_plans_sql(side, ref)
-                if generic:
-                    conn.execute(generic)
-            conn.execute(TIMER)
+            install_sides(conn, args.ref)
             for (subject, question), vec in list(zip(questions, q_vectors, strict=True))[:5]:
                 for side, name in combos:  # warm caches and plans for all four
                     conn.execute(_call(conn, side, question, vec, ks[-1], subject,
