@@ -184,6 +184,17 @@ def test_result_layout(result: dict, tiny_path: str) -> None:
     assert result["meta"]["timings"]["embed_single_query_p50_ms"] > 0.5
 
 
+def test_route_rows_run_one_route_alone(result: dict) -> None:
+    """The vector and bm25 rows are the route alone: without the default's neighbour expansion
+    and temporal boost, which the hybrid rows keep (as the store's search does)."""
+    configs = result["meta"]["configs"]
+    for name in ("vector", "bm25"):
+        assert configs[name]["routes"] == [name]
+        assert not configs[name].get("neighbors") and not configs[name].get("temporal")
+    for name in ("hybrid", "hybrid_mmr", "hybrid_decay"):
+        assert configs[name]["neighbors"] == 1 and configs[name]["temporal"] == 1
+
+
 def test_obvious_questions_are_found_by_the_hybrid(result: dict) -> None:
     hybrid = result["routes"]["hybrid"]
     assert hybrid["per_category"]["4"]["recall@5"] == 1.0  # includes "D1:02" -> D1:2

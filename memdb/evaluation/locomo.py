@@ -36,10 +36,12 @@ __all__ = ["run_locomo", "format_table", "load_locomo", "DEFAULT_CONFIGS", "memo
 
 # name -> search settings: any SearchOptions field (over DEFAULT_OPTIONS), plus "as_of":
 # "conversation_end" to search as of the conversation's last session date (which makes
-# decay ages relative to when the questions are asked; every turn is valid then).
+# decay ages relative to when the questions are asked; every turn is valid then). The route
+# rows are one route alone: without the default's neighbour expansion and temporal boost.
+_ROUTE_ALONE = {"neighbors": 0, "temporal": 0}
 DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
-    "vector": {"routes": ["vector"]},
-    "bm25": {"routes": ["bm25"]},
+    "vector": {"routes": ["vector"], **_ROUTE_ALONE},
+    "bm25": {"routes": ["bm25"], **_ROUTE_ALONE},
     "hybrid": {},
     "hybrid_mmr": {"mmr": 0.7},
     "hybrid_decay": {"decay_weight": 0.3, "half_life_days": 365, "as_of": "conversation_end"},
