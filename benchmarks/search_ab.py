@@ -48,17 +48,19 @@ BEGIN
 END $$"""
 
 
-def functions_sql(schema: str, ref: str | None) -> str:
-    """The route functions of git revision ref (None: this checkout), renamed into schema."""
+def functions_sql(schema: str, ref: str | None, files: list[str] = FILES,
+                  names: list[str] = ROUTES) -> str:
+    """The functions in sql/functions/``files`` of git revision ref (None: this checkout),
+    with every call of memdb.``name`` (for each of ``names``) renamed into schema."""
     out = []
-    for name in FILES:
+    for name in files:
         if ref is None:
             text = (ROOT / "sql" / "functions" / name).read_text(encoding="utf-8")
         else:
             text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:sql/functions/{name}"],
                                   capture_output=True, text=True, check=True).stdout
-        for route in ROUTES:
-            text = text.replace(f"memdb.{route}(", f"{schema}.{route}(")
+        for fn in names:
+            text = text.replace(f"memdb.{fn}(", f"{schema}.{fn}(")
         out.append(text)
     return "\n".join(out)
 

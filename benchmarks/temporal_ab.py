@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ import numpy as np
 import psycopg
 from _server import emit  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
+from search_ab import functions_sql as ab_functions_sql
 from search_ab import generic_plans_sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,17 +69,7 @@ END $$"""
 
 def functions_sql(schema: str, ref: str | None) -> str:
     """search_hybrid and temporal_boost of git revision ref (None: this checkout), in schema."""
-    out = []
-    for name in FILES:
-        if ref is None:
-            text = (ROOT / "sql" / "functions" / name).read_text(encoding="utf-8")
-        else:
-            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:sql/functions/{name}"],
-                                  capture_output=True, text=True, check=True).stdout
-        for fn in RENAMED:
-            text = text.replace(f"memdb.{fn}(", f"{schema}.{fn}(")
-        out.append(text)
-    return "\n".join(out)
+    return ab_functions_sql(schema, ref, FILES, RENAMED)
 
 
 def _stats(ms: list[float]) -> dict:
