@@ -74,9 +74,11 @@ def test_key_checker_binds_keys_and_survives_dropped_connections(fresh_db):
             found = await asyncio.gather(*(checker.check(alice.key) for _ in range(20)))
             assert {f.key_id for f in found} == {alice.info.key_id}
             # the server ends every connection of the checker: the next checks still work
+            # (the 5 s timeout waits for the backends to exit: pg_terminate_backend only
+            # signals, and a check racing a backend that has not ended yet fails)
             login = conninfo_to_dict(app_dsn)["user"]
             with psycopg.connect(fresh_db, autocommit=True) as admin:
-                ended = admin.execute("SELECT count(pg_terminate_backend(pid))"
+                ended = admin.execute("SELECT count(pg_terminate_backend(pid, 5000))"
                                       " FROM pg_stat_activity WHERE usename = %s",
                                       (login,)).fetchone()[0]
             assert ended >= 1

@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from memdb.cli import cli
 from memdb.evaluation._metrics import QuestionResult
-from memdb.evaluation.locomo import describe
 from memdb.evaluation.crossval import (
     DEFAULT_GRID,
     _setting_rows,
@@ -25,6 +24,7 @@ from memdb.evaluation.crossval import (
     run_locomo_cv,
     won_lost,
 )
+from memdb.evaluation.locomo import describe
 from memdb.search import DEFAULT_OPTIONS
 from tests.test_eval_locomo import _tiny
 

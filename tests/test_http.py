@@ -495,10 +495,11 @@ def test_key_checks_survive_dropped_connections(door, keys, module_db):
 
     with door.client(keys["globex"]) as c:
         assert c.get("/v1/whoami").status_code == 200
+        # the 5 s timeout waits for the backends to exit (pg_terminate_backend only signals)
         with psycopg.connect(module_db, autocommit=True) as admin:
-            ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                  " WHERE datname = current_database() AND pid <>"
-                                  " pg_backend_pid() AND application_name LIKE 'memdb%'"
+            ended = admin.execute("SELECT count(pg_terminate_backend(pid, 5000))"
+                                  " FROM pg_stat_activity WHERE datname = current_database()"
+                                  " AND pid <> pg_backend_pid() AND application_name LIKE 'memdb%'"
                                   ).fetchone()[0]
         assert ended >= 1
         assert c.get("/v1/whoami").status_code == 200

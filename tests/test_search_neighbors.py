@@ -2,8 +2,9 @@
 database: a hit brings the memories before and after it in its session, scored
 neighbor_weight ** distance times the hit's score; on by default in the store (window 1,
 weight 0.4: the cross-validated choice; the SQL default is off), neighbors=0 turns it off;
-none for a memory without a session_id; never outside the tenant, the subject, the session or the search's filter; bad
-options refused; the index serves the lookup; explain names the neighbours.
+none for a memory without a session_id; never outside the tenant, the subject, the session
+or the search's filter; bad options refused; the index serves the lookup; explain names the
+neighbours.
 
 Searches run the BM25 route alone, so which memories match is decided by their words and the
 only other way in is a neighbour.
@@ -222,7 +223,8 @@ def test_the_app_role_gets_no_neighbours_of_another_tenant(store: MemoryStore, r
     assert {r[0] for r in rows} == {turns[0], turns[1], turns[3], turns[4]}
 
 
-def test_the_cli_switches_neighbours_off_and_on(store: MemoryStore, fresh_db, monkeypatch, tmp_path):
+def test_the_cli_switches_neighbours_off_and_on(store: MemoryStore, fresh_db, monkeypatch,
+                                                tmp_path):
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
     turns = session(store, "amy", "s1", CHINESE)
     off = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",

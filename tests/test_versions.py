@@ -400,7 +400,7 @@ LANGUAGE sql IMMUTABLE STRICT AS $$
                memdb.normalize_text(p_b) ~ '\m(not|no|never|none|nothing|nobody|neither|nor|cannot|without)\M|n''t\M|[不没沒别別勿未无無]' AS b
     )
     SELECT (w.a <@ w.b OR w.b <@ w.a) AND neg.a = neg.b FROM w, neg
-$$"""
+$$"""  # noqa: E501 (the reference definition as it was written)
 _HISTORY_ROW_REF = """
 CREATE FUNCTION pg_temp.history_row_ref(r memdb.memories) RETURNS jsonb
 LANGUAGE sql IMMUTABLE AS $$
@@ -408,10 +408,11 @@ LANGUAGE sql IMMUTABLE AS $$
             - 'event_time' - 'names_time')
            || jsonb_build_object('has_embedding', r.embedding IS NOT NULL)
 $$"""
-_TEXTS = ["我喜欢喝绿茶", "我很喜欢喝绿茶", "我不喜欢喝绿茶", "李四是前端工程师", "李四是后端工程师",
-          "I like tea", "I don't like tea", "I never drink tea", "Alice likes tea.",
-          "alice LIKES tea!", "Ｒｅａｃｔ 和 Vue.js", "react 和 vue js", "没有", "沒有", "無糖", "无糖",
-          "テストです", "한국어 텍스트", "", "...", "  tea  ", "tea, tea and tea", "cannot", "can not"]
+_TEXTS = ["我喜欢喝绿茶", "我很喜欢喝绿茶", "我不喜欢喝绿茶", "李四是前端工程师",
+          "李四是后端工程师", "I like tea", "I don't like tea", "I never drink tea",
+          "Alice likes tea.", "alice LIKES tea!", "Ｒｅａｃｔ 和 Vue.js", "react 和 vue js",
+          "没有", "沒有", "無糖", "无糖", "テストです", "한국어 텍스트", "", "...", "  tea  ",
+          "tea, tea and tea", "cannot", "can not"]
 
 
 def test_same_words_and_history_row_match_their_reference(raw):
