@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -85,6 +86,24 @@ class SearchOptions:
     speaker_weight: float | None = None
     temporal: float | bool | None = None
     session_prior: float | bool | None = None
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any] | None) -> SearchOptions:
+        """Options from a mapping of field names (a JSON body, a settings file): unknown names
+        and anything not a mapping are :class:`~memdb.errors.InvalidInput`; a list of routes
+        becomes a tuple. The values are checked where every search checks them (``to_json``,
+        then ``memdb.check_search_options``)."""
+        if values is None:
+            return cls()
+        if not isinstance(values, Mapping):
+            raise InvalidInput("search options must be an object of option -> value")
+        unknown = sorted(str(key) for key in set(values) - _FIELDS)
+        if unknown:
+            raise InvalidInput(f"unknown search options {unknown}; known: {sorted(_FIELDS)}")
+        routes = values.get("routes")
+        if isinstance(routes, list):
+            values = {**values, "routes": tuple(routes)}
+        return cls(**values)
 
     def replace(self, **changes: Any) -> SearchOptions:
         """These options with the non-None ``changes`` laid over them; ``weights`` are merged
@@ -171,6 +190,8 @@ class SearchOptions:
                 raise InvalidInput(f"{name} must be between {low} and {high}, got {out[name]}")
         return out
 
+
+_FIELDS = frozenset(f.name for f in fields(SearchOptions))
 
 # The ranges of the issue-19 options, as memdb.check_search_options has them: refused before
 # the round trip, the same on every server. (Twice a full test run on the Citus cluster let

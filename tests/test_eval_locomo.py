@@ -214,7 +214,7 @@ def test_format_table(result: dict) -> None:
 
 def test_scratch_database_is_dropped_on_error(tiny_path: str, server_dsn: str, embedder) -> None:
     before = _eval_databases(server_dsn)
-    with pytest.raises(ValueError, match="unknown search settings"):
+    with pytest.raises(ValueError, match="unknown search options"):
         run_locomo(tiny_path, dsn=server_dsn, progress=False, embedder=embedder,
                    configs={"bad": {"no_such_option": 1}}, limit_conversations=1)
     assert _eval_databases(server_dsn) == before

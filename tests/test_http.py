@@ -322,6 +322,37 @@ def test_malformed_json_unknown_fields_and_caps(door, keys):
         assert set(r.json()) == {"error"} and set(r.json()["error"]) == {"type", "message"}
 
 
+def test_search_takes_search_options_by_name(door, keys):
+    """POST /v1/search's ``options``: any SearchOptions field, over the server's defaults
+    (neighbour expansion on); unknown names and out-of-range values are 400, nothing runs."""
+    with door.client(keys["acme"]) as c:
+        for sid, turns in (("s-zh", ["周六我们去湖边露营", "梅兰妮带了她的吉他",
+                                     "晚上下了一场大雨"]),
+                           ("s-en", ["We went camping by the lake on Saturday",
+                                     "Melanie brought her guitar", "It rained hard at night"])):
+            for text in turns:  # one by one: a session's turns are ordered by created_at
+                r = c.post("/v1/memories", json={"source_id": "t1", "content": text,
+                                                 "subject": "mel", "session_id": sid})
+                assert r.status_code == 201, r.text
+        for query, session in (("吉他", "s-zh"), ("guitar", "s-en")):
+            body = {"query": query, "filter": {"subject": "mel", "session_id": session},
+                    "routes": ["bm25"]}
+            default = c.post("/v1/search", json=body).json()["hits"]
+            alone = c.post("/v1/search", json={**body, "options": {"neighbors": 0}}).json()
+            assert len(alone["hits"]) == 1 and len(default) == 3  # the turns before and after
+            assert alone["hits"][0]["memory"]["id"] == default[0]["memory"]["id"]
+        for bad, status in (({"no_such_option": 1}, 400), ({"neighbors": 11}, 400),
+                            ({"rrf_k": "5; DROP TABLE memdb.memories"}, 400),
+                            ({"routes": ["vector", "nope"]}, 400), ("neighbors=0", 422)):
+            r = c.post("/v1/search", json={"query": "guitar", "options": bad})
+            assert r.status_code == status, (bad, r.text)
+            assert r.json()["error"]["type"] == "InvalidInput"
+        r = c.post("/v1/search", json={"query": "guitar", "options": {"no_such_option": 1}})
+        assert "no_such_option" in r.json()["error"]["message"]
+        listed = c.get("/v1/memories", params={"subject": "mel"}).json()["memories"]
+        assert len(listed) == 6
+
+
 def test_rate_limit_answers_429_with_retry_after(door, keys):
     state = door.app.state.door
     saved = state.limiter

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -46,7 +46,6 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
     "hybrid_mmr": {"mmr": 0.7},
     "hybrid_decay": {"decay_weight": 0.3, "half_life_days": 365, "as_of": "conversation_end"},
 }
-_OPTION_FIELDS = {f.name for f in fields(SearchOptions)}
 
 
 class _Progress:
@@ -92,11 +91,8 @@ def memory_inputs(conv: Conversation, search_context: bool = True) -> list[Memor
 
 
 def _search_kwargs(config: Mapping[str, Any], conv: Conversation) -> dict[str, Any]:
-    unknown = set(config) - _OPTION_FIELDS - {"as_of"}
-    if unknown:
-        raise ValueError(f"unknown search settings {sorted(unknown)}")
-    opts = {k: (tuple(v) if k == "routes" else v) for k, v in config.items() if k != "as_of"}
-    kwargs: dict[str, Any] = {"options": DEFAULT_OPTIONS.replace(**opts)}
+    opts = SearchOptions.of({k: v for k, v in config.items() if k != "as_of"})
+    kwargs: dict[str, Any] = {"options": opts.over(DEFAULT_OPTIONS)}
     as_of = config.get("as_of")
     if as_of == "conversation_end":  # the last session's last turn (turns are a second apart)
         kwargs["as_of"] = conv.last_date and conv.last_date + timedelta(seconds=len(conv.turns))

@@ -18,6 +18,7 @@ from .._redact import redact
 from ..errors import Forbidden, InvalidInput
 from ..ingest import TextSource
 from ..keys import Binding
+from ..search import SearchOptions
 from . import _errors
 from ._json import jsonable
 from ._limits import BodyLimit
@@ -206,8 +207,8 @@ retrieval = APIRouter(prefix="/v1", tags=["retrieval"], responses=ERROR_RESPONSE
 async def search(body: SearchIn, request: Request, store: Store) -> Any:
     """Hybrid search (vector, BM25, exact; RRF); ``explain`` adds the SQL and timings."""
     results = await store.search(body.query, _k(request, body.k), body.filter,
-                                 routes=body.routes, weights=body.weights, mmr=body.mmr,
-                                 explain=body.explain)
+                                 options=SearchOptions.of(body.options), routes=body.routes,
+                                 weights=body.weights, mmr=body.mmr, explain=body.explain)
     return _hits(results, body.explain)
 
 

@@ -86,6 +86,10 @@ class SearchIn(_Body):
     routes: list[str] | None = None
     weights: dict[str, float] | None = None
     mmr: float | bool | None = None
+    options: dict[str, Any] | None = Field(
+        default=None, description="any search options by name (neighbors, temporal, rrf_k, "
+        "prf, decay_weight...: memdb.SearchOptions), laid over the server's defaults; "
+        "routes, weights and mmr above override them")
     explain: bool = False
 
 
