@@ -146,8 +146,9 @@ def _tables(conn: psycopg.Connection) -> dict[str, dict]:
             ORDER BY c.relname, a.attnum""").fetchall():
         info = out.setdefault(name, {"columns": [], "copy": [], "fresh": {}})
         info["columns"].append(column)
-        # an insert copies a row but lets identities, generated columns and random ids be new
-        if identity or generated or "gen_random_uuid" in (default or ""):
+        # an insert copies a row but lets identities, generated columns and new ids (random or
+        # time-ordered) be new
+        if identity or generated or any(f in (default or "") for f in ("_uuid()", "uuidv7()")):
             continue
         info["copy"].append(column)
         # keys other than the scope columns and references get fresh values (and content, from

@@ -311,6 +311,28 @@ def test_0017_fills_the_event_time_of_stored_memories(empty_db):
     assert history == len(texts)
 
 
+def test_0018_makes_new_memory_ids_time_ordered(empty_db):
+    """Revision 0018: on PostgreSQL 18 memories.id defaults to uuidv7() and memdb's writes make
+    uuidv7 ids (memdb.new_memory_id); down to 0017 the default is gen_random_uuid() again and
+    the function is gone; stored ids are kept both ways (English and Chinese)."""
+    default = ("SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a"
+               " ON a.attrelid = d.adrelid AND a.attnum = d.adnum"
+               " WHERE d.adrelid = 'memdb.memories'::regclass AND a.attname = 'id'")
+    upgrade(empty_db)
+    if int(_scalar(empty_db, "SHOW server_version_num")) < 180000:
+        pytest.skip("time-ordered ids need PostgreSQL 18")
+    assert _scalar(empty_db, default) == "uuidv7()"
+    with memdb.MemoryStore(empty_db, embedder=FixedEmbedder(), gate=None) as store:
+        ids = [store.add(t, subject="mel").id for t in ("tea at noon", "中午喝茶", "a walk")]
+    assert [i.version for i in ids] == [7, 7, 7] and ids == sorted(ids)
+    downgrade(empty_db, "0017")
+    assert _scalar(empty_db, default) == "gen_random_uuid()"
+    assert _scalar(empty_db, "SELECT to_regprocedure('memdb.new_memory_id()')") is None
+    assert upgrade(empty_db) == head()
+    assert _scalar(empty_db, default) == "uuidv7()"
+    assert _scalar(empty_db, "SELECT array_agg(id ORDER BY id) FROM memdb.memories") == ids
+
+
 def test_0010_downgrade_restores_the_grants_exactly(empty_db):
     """Revision 0010 takes privileges from memdb_app (BM25 statistics, history updates and
     deletes, two sequences); stepping down to 0009 gives back exactly the grants 0009 had."""

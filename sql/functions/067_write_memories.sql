@@ -152,7 +152,7 @@ BEGIN
         ORDER BY i.ord
     LOOP
         cand := NULL;
-        cand.id := gen_random_uuid();
+        cand.id := memdb.new_memory_id();
         cand.tenant := coalesce(r.item ->> 'tenant', 'default');
         cand.subject := coalesce(r.item ->> 'subject', 'default');
         cand.agent := r.item ->> 'agent';

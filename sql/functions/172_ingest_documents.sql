@@ -128,7 +128,7 @@ BEGIN
     input AS (
         SELECT d.dord, d.doc_id, row_doc.r AS doc_row, d.subject, d.scope, d.project_id,
                d.session_id, d.category, d.tags, d.importance,
-               r.ord::integer - 1 AS pos, r.item, gen_random_uuid() AS new_id,
+               r.ord::integer - 1 AS pos, r.item, memdb.new_memory_id() AS new_id,
                memdb.content_hash(r.item ->> 'content') AS h,
                memdb.jtext_array(r.item -> 'heading_path') AS heading_path,
                (r.item ->> 'char_start')::integer AS char_start,
