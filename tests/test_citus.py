@@ -271,11 +271,16 @@ def test_admin_operations_fan_out_over_every_tenant(cluster_db, embedder):
                                            " WHERE op = 'delete'")} == {"janitor"}
 
 
+ID_DEFAULT = ("SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d"
+              " WHERE d.adrelid = 'memdb.memories'::regclass AND d.adnum = 1")
+
+
 @pytest.mark.citus
 def test_upgrade_and_downgrade_on_the_cluster(cluster_db, embedder):
     """0014 down (every table local on the coordinator again, rows kept, the SET NULL keys
     back) and up again (distributed, rows on the workers; 0017 fills the event time of the
-    stored memories on the workers), on the cluster itself."""
+    stored memories on the workers; 0018 makes new ids time-ordered again), on the cluster
+    itself."""
     with _store(cluster_db, embedder, "acme") as store:
         old = store.add("Alice lives in Paris", subject="alice", norm_key="home")
         new = store.add("Alice lives in Lisbon", subject="alice", norm_key="home")
@@ -293,6 +298,7 @@ def test_upgrade_and_downgrade_on_the_cluster(cluster_db, embedder):
                                 ).fetchone()[0] == 2
             assert conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'memdb_app'"
                                 ).fetchone()[0] is False
+            assert conn.execute(ID_DEFAULT).fetchone()[0] == "gen_random_uuid()"
     finally:
         upgrade(cluster_db)
     assert current(cluster_db) == head()
@@ -306,6 +312,9 @@ def test_upgrade_and_downgrade_on_the_cluster(cluster_db, embedder):
                             " WHERE tenant = 'acme' ORDER BY id").fetchall() == sorted(
             [(old.id, None, None, False), (new.id, None, None, False)]
             + [(mid, "2023-06-19", "2023-06-26", True) for mid in timed])
+        # 0018, down with the rest and up again: ids default to uuidv7() again (the writes' ids
+        # on the workers: tests/test_search_ties.py on the cluster)
+        assert conn.execute(ID_DEFAULT).fetchone()[0] == "uuidv7()"
 
 
 @pytest.mark.citus
