@@ -12,7 +12,8 @@ mean something on a shared machine. Every pair of calls must return the same row
 and scores); differences are listed. The two schemas are dropped at the end.
 
     python benchmarks/search_latency.py --dsn DSN --keep --hnsw-after-load --queries 20
-    python benchmarks/search_ab.py DB_DSN [--ref REV] [--queries 100] [--json OUT]
+    python benchmarks/search_ab.py DB_DSN [--ref REV] [--queries 100] [--options JSON] [--k K]
+        [--json OUT]
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from search_latency import TENANT, K, Query, _vec, synthetic_docs, synthetic_que
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "search_ab.json"
-FILES = ["120_search_bm25.sql", "121_search_exact.sql", "122_search_bm25_weighted.sql",
-         "160_search_hybrid.sql"]
-ROUTES = ["search_bm25", "search_exact", "search_bm25_weighted", "search_hybrid"]
+FILES = ["080_search_vector.sql", "120_search_bm25.sql", "121_search_exact.sql",
+         "122_search_bm25_weighted.sql", "162_search_neighbors.sql", "160_search_hybrid.sql"]
+ROUTES = ["search_vector", "search_bm25", "search_exact", "search_bm25_weighted",
+          "search_neighbors", "search_hybrid"]
 DEPTH = 50  # search_hybrid's per-route depth for k = 10
 DROP = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
 TIMER = """
@@ -80,12 +82,13 @@ def generic_plans_sql(schema: str, ref: str | None) -> str | None:
     return block.replace("'memdb'::regnamespace", f"'{schema}'::regnamespace")
 
 
-def call(conn: psycopg.Connection, schema: str, route: str, q: Query, scoped: bool) -> str:
+def call(conn: psycopg.Connection, schema: str, route: str, q: Query, scoped: bool,
+         options: str = "{}", k: int = K) -> str:
     lit = lambda x: sql.Literal(x).as_string(conn)  # noqa: E731
     flt = lit(json.dumps({"subject": q.subject} if scoped else {})) + "::jsonb"
     if route == "hybrid":
         return (f"SELECT * FROM {schema}.search_hybrid({lit(TENANT)}, {lit(q.text)}, "
-                f"{lit(_vec(q.vector))}::vector, {K}, {flt}, '{{}}')")
+                f"{lit(_vec(q.vector))}::vector, {k}, {flt}, {lit(options)}::jsonb)")
     return f"SELECT * FROM {schema}.search_{route}({lit(TENANT)}, {lit(q.text)}, {DEPTH}, {flt})"
 
 
@@ -118,7 +121,8 @@ def run(args: argparse.Namespace) -> dict:
             for q in queries[: args.warmup]:  # warm caches for both
                 for route in routes:
                     for schema in ("memdb_ref", "memdb_new"):
-                        conn.execute(call(conn, schema, route, q, True)).fetchall()
+                        conn.execute(call(conn, schema, route, q, True, args.options,
+                                          args.k)).fetchall()
             for i, q in enumerate(queries):
                 order = ("memdb_ref", "memdb_new") if i % 2 == 0 else ("memdb_new", "memdb_ref")
                 for route in routes:
@@ -126,7 +130,7 @@ def run(args: argparse.Namespace) -> dict:
                         name = f"{route}_{'scoped' if scoped else 'tenant'}"
                         rows = {}
                         for schema in order:
-                            text = call(conn, schema, route, q, scoped)
+                            text = call(conn, schema, route, q, scoped, args.options, args.k)
                             ms = conn.execute("SELECT memdb_ref.db_ms(%s)", (text,)).fetchone()[0]
                             times.setdefault(name, {}).setdefault(schema, []).append(ms)
                             rows[schema] = conn.execute(text).fetchall()
@@ -155,7 +159,8 @@ def run(args: argparse.Namespace) -> dict:
         "ref": args.ref,
         "new": "working tree sql/functions",
         "setup": setup,
-        "n": args.n, "subjects": args.subjects, "queries": args.queries, "depth": DEPTH, "k": K,
+        "n": args.n, "subjects": args.subjects, "queries": args.queries, "depth": DEPTH,
+        "k": args.k, "options": json.loads(args.options),
         "db_time_ms": out,
         "result_differences": diffs,
         "loadavg_1min": {"min": round(min(loads), 2), "median": round(float(np.median(loads)), 2),
@@ -173,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=100, help="timed queries (default 100)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed queries first (default 5)")
     parser.add_argument("--routes", default="hybrid,bm25,exact", help="comma-separated routes")
+    parser.add_argument("--options", default="{}",
+                        help="search_hybrid's options, JSON (default {}: every mechanism off)")
+    parser.add_argument("--k", type=int, default=K, help=f"search_hybrid's k (default {K})")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
     args = parser.parse_args(argv)
     emit(run(args), args.json)

@@ -2,13 +2,14 @@
 
 Stores the LoCoMo turns once (memdb.evaluation.locomo: one memory per turn, the turns'
 vectors from the eval's cache, the questions embedded first) in a scratch database migrated
-by this checkout, installs the revision's (--ref) memdb.search_hybrid and memdb.temporal_boost
-under schema memdb_ref and this checkout's under memdb_new (each with its revision's
-plain-PostgreSQL plan setting, as benchmarks/search_ab.py does; both call the same routes and
-memdb.time_range), then for every question, at each k, times four calls inside the server
-(clock_timestamp around an EXECUTE: no round trip, driver or Python): ref default, ref
-temporal, new default, new temporal (DEFAULT_OPTIONS with temporal 0, since the default has it
-on, and the same with temporal = --weight;
+by this checkout, installs the revision's (--ref) memdb.search_hybrid, its routes (those
+benchmarks/search_ab.py installs) and memdb.temporal_boost under schema memdb_ref and this
+checkout's under memdb_new (each with its revision's plain-PostgreSQL plan setting, as
+search_ab.py does; both call the same memdb.time_range), then for every question, at each k,
+times four calls inside the server (clock_timestamp around an EXECUTE: no round trip, driver
+or Python): ref default, ref temporal, new default, new temporal (DEFAULT_OPTIONS with
+temporal 0, since the default has it on, and the same with temporal = --weight; --neighbors N
+sets both's neighbour window;
 scoped to the question's conversation, no as_of, as the eval searches), in an order that
 rotates question by question, so load from other processes falls on all alike. Every ref/new
 pair must return the same rows (ids, ranks, scores); differences are listed. Reports p50/p95
@@ -16,7 +17,7 @@ per setting and the ratios temporal / default of each side, and how long re-deri
 stored event time of every memory takes (revision 0017's backfill statement), per 100,000.
 
     python benchmarks/temporal_ab.py ../shared/data/locomo/locomo_dev.json --ref main \
-        [--ks 10,50] [--weight 1] [--limit N] [--json OUT]
+        [--ks 10,50] [--weight 1] [--neighbors N] [--limit N] [--json OUT]
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import numpy as np
 import psycopg
 from _server import emit  # noqa: I001  (benchmarks/ sibling module)
 from psycopg import sql
+from search_ab import FILES as AB_FILES
+from search_ab import ROUTES as AB_ROUTES
 from search_ab import functions_sql as ab_functions_sql
 from search_ab import generic_plans_sql
 
@@ -49,8 +52,8 @@ from memdb.evaluation.locomo import load_locomo, memory_inputs  # noqa: E402
 from memdb.search import DEFAULT_OPTIONS  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "temporal_ab.json"
-FILES = ["160_search_hybrid.sql", "168_temporal_boost.sql"]
-RENAMED = ["search_hybrid", "temporal_boost"]
+FILES = [*AB_FILES, "168_temporal_boost.sql"]  # search_hybrid and its routes
+RENAMED = [*AB_ROUTES, "temporal_boost"]
 SIDES = ("memdb_ref", "memdb_new")
 DROP = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
 # revision 0017's backfill (alembic/versions/0017_event_time.py), which re-derives rows
@@ -68,7 +71,8 @@ END $$"""
 
 
 def functions_sql(schema: str, ref: str | None) -> str:
-    """search_hybrid and temporal_boost of git revision ref (None: this checkout), in schema."""
+    """search_hybrid, its routes and temporal_boost of git revision ref (None: this checkout),
+    in schema."""
     return ab_functions_sql(schema, ref, FILES, RENAMED)
 
 
@@ -122,8 +126,10 @@ def install_sides(conn: psycopg.Connection, ref: str) -> None:
 def run(args: argparse.Namespace) -> dict:
     ks = sorted({int(k) for k in args.ks.split(",")})
     embedder, inputs, questions, q_vectors = locomo_turns(args.path, args.limit, "temporal_ab")
-    settings = {"default": DEFAULT_OPTIONS.replace(temporal=0).to_json(),
-                "temporal": DEFAULT_OPTIONS.replace(temporal=args.weight).to_json()}
+    base = DEFAULT_OPTIONS if args.neighbors is None else DEFAULT_OPTIONS.replace(
+        neighbors=args.neighbors)
+    settings = {"default": base.replace(temporal=0).to_json(),
+                "temporal": base.replace(temporal=args.weight).to_json()}
     combos = [(side, name) for side in SIDES for name in settings]
     times: dict[str, dict[str, dict[str, list[float]]]] = {
         str(k): {s: {n: [] for n in settings} for s in SIDES} for k in ks}
@@ -208,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ks", default="10,50", help="comma-separated k (default 10,50)")
     parser.add_argument("--weight", type=float, default=1.0, help="temporal weight (default 1)")
     parser.add_argument("--limit", type=int, help="only the first N conversations")
+    parser.add_argument("--neighbors", type=int,
+                        help="the neighbour window of both settings (default: DEFAULT_OPTIONS')")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
     args = parser.parse_args(argv)
     emit(run(args), args.json)

@@ -191,3 +191,65 @@ def test_exact_route_matches_the_whole_query_whatever_words_it_searches_by(store
                                 "'latte latte latte', 50)").fetchall()) == 1
         assert conn.execute("SELECT count(*) FROM memdb.search_exact('default', "
                             "'recipe from kyoto green tea', 50)").fetchone()[0] == 0
+
+
+ROUTE_CALLS = {
+    "vector": "SELECT id, distance FROM memdb.search_vector('default', %(v)s, 8, %(f)s)",
+    "vector_exact_limit": "SELECT id, distance FROM memdb.search_vector('default', %(v)s, 8, %(f)s,"
+                          " NULL, 5)",
+    "bm25": "SELECT id, score FROM memdb.search_bm25('default', %(q)s, 8, %(f)s)",
+    "exact": "SELECT id, score FROM memdb.search_exact('default', %(q)s, 8, %(f)s)",
+    "neighbors": "SELECT n.* FROM memdb.search_neighbors('default', ARRAY(SELECT id FROM "
+                 "memdb.memories WHERE content LIKE %(like)s ORDER BY id), ARRAY(SELECT 1.0::float8"
+                 " FROM memdb.memories WHERE content LIKE %(like)s), 2, 0.5, %(f)s) n"
+                 " ORDER BY n.neighbor_of, n.distance, n.id",
+    "hybrid": "SELECT id, rank, score, vector_rank, bm25_rank, exact_rank FROM memdb.search_hybrid("
+              "'default', %(q)s, %(v)s, 8, %(f)s, '{\"neighbors\": 1, \"temporal\": 1}')",
+}
+
+
+def test_routes_common_filters_give_what_the_general_path_gives(store, fresh_db):
+    """The filters searches use most run static statements whose plans are kept (generic
+    plans on plain PostgreSQL): the vector route's one subject, the neighbours' none or
+    subjects; every other filter (and BM25, exact) a one-shot query. Adding
+    include_expired false to a filter changes nothing it selects but takes the one-shot path:
+    both must give the same rows, ranks and scores, call after call in one session (a kept
+    plan), for every route, English and Chinese, with superseded and expired memories about."""
+    vectors = _units(48, 9)
+    texts = [f"Amy: green tea in Lisbon {i} / 里斯本的绿茶 {i}" for i in range(24)]
+    texts += [f"Bob: the matcha latte recipe from Kyoto {i} / 京都抹茶拿铁配方 {i}"
+              for i in range(24)]
+    store.add_many([MemoryInput(content=t, subject=("s0", "s1", "s2")[i % 3],
+                                session_id=f"c{i % 2}", embedding=vectors[i])
+                    for i, t in enumerate(texts)], batch_size=48)
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        register_vector(conn)
+        ids = [r[0] for r in conn.execute("SELECT id FROM memdb.memories ORDER BY id").fetchall()]
+        conn.execute("UPDATE memdb.memories SET expires_at = now() - interval '1 day' "
+                     "WHERE id = ANY (%s)", (ids[:6],))
+        conn.execute("UPDATE memdb.memories SET valid_to = now() WHERE id = ANY (%s)",
+                     (ids[6:10],))
+        for name in ("search_vector", "search_neighbors"):
+            config = conn.execute("SELECT proconfig FROM pg_proc WHERE proname = %s "
+                                  "AND pronamespace = 'memdb'::regnamespace", (name,)).fetchone()
+            assert "plan_cache_mode=force_generic_plan" in (config[0] or []), name
+        cases = [("green tea", "%green tea%"), ("绿茶", "%绿茶%"),
+                 ("the matcha latte recipe from kyoto", "%Kyoto 1%"),
+                 ("京都抹茶拿铁配方", "%配方 3%")]
+        filters = [{}, {"subject": "s0"}, {"subject": ["s1"]}, {"subject": ["s0", "s2"]}]
+        seen = 0
+        for _ in range(3):  # the static statements' plans are kept after the first calls
+            for n, (query, like) in enumerate(cases):
+                v = vectors[5 * n + 1] + 0.05 * _units(1, 10 + n)[0]
+                for flt in filters:
+                    for route, call in ROUTE_CALLS.items():
+                        got = conn.execute(call, {"q": query, "v": v, "like": like,
+                                                  "f": json.dumps(flt)}).fetchall()
+                        general = conn.execute(call, {
+                            "q": query, "v": v, "like": like,
+                            "f": json.dumps({**flt, "include_expired": False})}).fetchall()
+                        assert got == general, (route, query, flt)
+                        seen += bool(got)
+                        got_ids = {r[0] for r in got}
+                        assert not got_ids & set(ids[:10]), (route, query, flt)  # none current
+        assert seen > 200  # the routes found something in most cases

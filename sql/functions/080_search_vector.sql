@@ -30,6 +30,7 @@ DECLARE
     v_where text;
     v_ids uuid[];
     v_dist double precision[];
+    v_subject text;  -- a filter of one subject only: the subject (a static statement)
 BEGIN
     IF p_query IS NULL THEN
         RAISE EXCEPTION 'query vector must not be NULL' USING ERRCODE = 'invalid_parameter_value';
@@ -38,8 +39,21 @@ BEGIN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM memdb.check_filter(v_filter);
-    -- the filter as a plain predicate where it is one (cheap to plan), else memdb.matches
-    v_where := memdb.filter_predicate(v_filter);
+    -- the filter searches use most (one subject) runs a static statement, whose plan is kept (it
+    -- reads the subject's rows through the scope index whatever the query vector); any other
+    -- filter, and none (the planner weighs the tenant's share of the table), is written into a
+    -- one-shot query (EXECUTE) as a plain predicate where it is one (cheap to plan), else as
+    -- memdb.matches
+    IF v_filter - 'subject' = '{}'::jsonb THEN
+        v_subject := CASE jsonb_typeof(v_filter -> 'subject')
+                         WHEN 'string' THEN v_filter ->> 'subject'
+                         WHEN 'array' THEN CASE WHEN jsonb_array_length(v_filter -> 'subject') = 1
+                                                THEN v_filter #>> '{subject,0}' END
+                     END;
+    END IF;
+    IF v_subject IS NULL THEN
+        v_where := memdb.filter_predicate(v_filter);
+    END IF;
     IF p_space_id IS NULL THEN
         SELECT * INTO s FROM memdb.embedding_spaces es WHERE es.dims = vector_dims(p_query) ORDER BY es.id LIMIT 1;
         IF NOT FOUND THEN
@@ -74,18 +88,32 @@ BEGIN
     ELSE
         -- a filter: one pass over (at most p_exact_limit + 1 of) the rows passing it counts them
         -- and ranks them exactly; the ranking is kept when they are few enough
-        EXECUTE format($q$
+        IF v_subject IS NOT NULL THEN
             SELECT array_agg(t.id ORDER BY t.distance, t.id), array_agg(t.distance ORDER BY t.distance, t.id),
                    max(t.n)
-            FROM (SELECT f.id, f.distance, count(*) OVER () AS n
-                  FROM (SELECT m.id, (m.embedding <=> $1)::double precision AS distance
-                        FROM memdb.memories m
-                        WHERE m.tenant = $2 AND m.space_id = %s AND %s
-                        LIMIT $5) f
-                  ORDER BY f.distance, f.id
-                  LIMIT $4) t
-        $q$, s.id, coalesce(v_where, 'memdb.matches(m, $3)'))
-        INTO v_ids, v_dist, v_n USING p_query, p_tenant, v_filter, p_k, coalesce(p_exact_limit, 0) + 1;
+              INTO v_ids, v_dist, v_n
+              FROM (SELECT f.id, f.distance, count(*) OVER () AS n
+                    FROM (SELECT m.id, (m.embedding <=> p_query)::double precision AS distance
+                          FROM memdb.memories m
+                          WHERE m.tenant = p_tenant AND m.space_id = s.id AND m.subject = v_subject
+                            AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+                          LIMIT coalesce(p_exact_limit, 0) + 1) f
+                    ORDER BY f.distance, f.id
+                    LIMIT p_k) t;
+        ELSE
+            EXECUTE format($q$
+                SELECT array_agg(t.id ORDER BY t.distance, t.id), array_agg(t.distance ORDER BY t.distance, t.id),
+                       max(t.n)
+                FROM (SELECT f.id, f.distance, count(*) OVER () AS n
+                      FROM (SELECT m.id, (m.embedding <=> $1)::double precision AS distance
+                            FROM memdb.memories m
+                            WHERE m.tenant = $2 AND m.space_id = %s AND %s
+                            LIMIT $5) f
+                      ORDER BY f.distance, f.id
+                      LIMIT $4) t
+            $q$, s.id, coalesce(v_where, 'memdb.matches(m, $3)'))
+            INTO v_ids, v_dist, v_n USING p_query, p_tenant, v_filter, p_k, coalesce(p_exact_limit, 0) + 1;
+        END IF;
         v_n := coalesce(v_n, 0);
         IF v_n <= coalesce(p_exact_limit, 0) THEN
             RETURN QUERY SELECT x.id, x.distance, 1 - x.distance
@@ -94,7 +122,11 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- too many rows for an exact scan: the space's HNSW index
+    -- too many rows for an exact scan: the space's HNSW index (a one-shot query: the index is
+    -- partial, per space, on an expression of the space's dimensions; the planner must see both)
+    IF v_subject IS NOT NULL THEN
+        v_where := memdb.filter_predicate(v_filter);
+    END IF;
     RETURN QUERY EXECUTE format($q$
         WITH nearest AS MATERIALIZED (
             SELECT m.id, (m.embedding::vector(%1$s) <=> $1)::double precision AS distance

@@ -44,6 +44,7 @@ DECLARE
     -- whose document frequencies add up to at most 60 * k (3000 for search_hybrid's depth 50)
     v_budget double precision;
     v_cand_df double precision;  -- how many documents hold a candidate term (tenant-wide)
+    v_tsq tsquery;
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -68,21 +69,25 @@ BEGIN
     v_avgdl := coalesce(nullif(v_avgdl, 0), 1);
     SELECT array_agg(q.term ORDER BY q.term),
            array_agg(ln(1 + (v_n - q.df + 0.5) / (q.df + 0.5)) ORDER BY q.term),
-           array_agg(q.term ORDER BY q.term)
-               FILTER (WHERE v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
-                             OR (q.df <= p_candidate_df_ratio * v_n
-                                 AND (q.cum_df <= v_budget OR q.rarity = 1))),
-           sum(q.df)
-               FILTER (WHERE v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
-                             OR (q.df <= p_candidate_df_ratio * v_n
-                                 AND (q.cum_df <= v_budget OR q.rarity = 1)))
-      INTO v_terms, v_idf, v_cand, v_cand_df
+           array_agg(q.term ORDER BY q.term) FILTER (WHERE c.cand),
+           sum(q.df) FILTER (WHERE c.cand),
+           -- memdb.terms_tsquery(coalesce(v_cand, v_terms)), computed here: an OR query of the
+           -- quoted lexemes
+           coalesce(string_agg(c.lexeme, ' | ' ORDER BY q.term) FILTER (WHERE c.cand),
+                    string_agg(c.lexeme, ' | ' ORDER BY q.term))::tsquery
+      INTO v_terms, v_idf, v_cand, v_cand_df, v_tsq
       FROM (SELECT d.term, d.df,
                    sum(d.df) OVER (ORDER BY d.df, d.term) AS cum_df,
                    row_number() OVER (ORDER BY d.df, d.term) AS rarity
               FROM (SELECT u.term, greatest(coalesce(t.df, 0), 0)::double precision AS df
-                      FROM unnest(memdb.query_terms(p_query)) AS u(term)
+                      -- memdb.query_terms(p_query) (the aggregates above sort the terms)
+                      FROM unnest(tsvector_to_array(memdb.tokenize(p_query))) AS u(term)
                       LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term) d) q
+      CROSS JOIN LATERAL (
+          SELECT v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
+                 OR (q.df <= p_candidate_df_ratio * v_n AND (q.cum_df <= v_budget OR q.rarity = 1)) AS cand,
+                 '''' || replace(replace(q.term, '\', '\\'), '''', '''''') || '''' AS lexeme
+      ) c
      WHERE q.df > 0 OR v_as_of;
     IF v_terms IS NULL THEN
         RETURN;
@@ -90,6 +95,8 @@ BEGIN
     -- A subject-scoped search whose candidate terms are common (their documents, tenant-wide,
     -- outnumber what a subject holds) reads the subject's rows through the scope index and
     -- tests each tsvector, instead of intersecting the GIN index's tenant-wide matches with them.
+    -- A one-shot query (EXECUTE): which index pays depends on the terms, so the planner must see
+    -- them (a kept generic plan cannot).
     RETURN QUERY EXECUTE format($q$
         SELECT m.id, (
             SELECT sum($5[array_position($4, u.lexeme)]
@@ -103,7 +110,6 @@ BEGIN
         LIMIT $9
     $q$, CASE WHEN p_filter ? 'subject' AND v_cand_df > 2000 THEN 'coalesce(m.tsv, '''')' ELSE 'm.tsv' END,
          coalesce(memdb.filter_predicate(p_filter), 'memdb.matches(m, $2)'))  -- cheap to plan
-    USING p_tenant, coalesce(p_filter, '{}'::jsonb), memdb.terms_tsquery(coalesce(v_cand, v_terms)),
-          v_terms, v_idf, p_k1, p_b, v_avgdl, p_k;
+    USING p_tenant, coalesce(p_filter, '{}'::jsonb), v_tsq, v_terms, v_idf, p_k1, p_b, v_avgdl, p_k;
 END
 $$;

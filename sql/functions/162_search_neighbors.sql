@@ -30,6 +30,9 @@ RETURNS TABLE (id uuid, score double precision, neighbor_of uuid, distance integ
 LANGUAGE plpgsql STABLE
 ROWS 20
 AS $$
+DECLARE
+    f jsonb := coalesce(p_filter, '{}'::jsonb);
+    v_subjects text[];
 BEGIN
     IF p_window IS NULL OR p_window < 1 OR p_ids IS NULL THEN
         RETURN;
@@ -38,9 +41,49 @@ BEGIN
         RAISE EXCEPTION 'the neighbour window must be at most 10, got %', p_window
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM memdb.check_filter(coalesce(p_filter, '{}'::jsonb));
-    -- one-shot plan (EXECUTE): the filter is known when planning, so memdb.matches folds away
-    -- the absent keys instead of checking the filter again on every row
+    PERFORM memdb.check_filter(f);
+    IF cardinality(p_ids) = 0 THEN
+        RETURN;  -- no hits, no neighbours
+    END IF;
+    IF f - 'subject' = '{}'::jsonb THEN
+        -- the filters searches use most (none, subjects only): a static statement, whose plan
+        -- is kept (the neighbours' subject is the hit's: the filter only checks it)
+        v_subjects := CASE jsonb_typeof(f -> 'subject') WHEN 'string' THEN ARRAY[f ->> 'subject']
+                      ELSE memdb.jtext_array(f -> 'subject') END;  -- NULL: no subject
+        RETURN QUERY
+        SELECT n.id, h.score * power(coalesce(p_weight, 0.5), n.distance), h.id, n.distance::integer
+        FROM unnest(p_ids, p_scores) AS h(id, score)
+        -- each hit's row by its key (OFFSET 0 keeps the lookup per hit: the generic plan does
+        -- not know how many hits there are, and could hash a scan of the tenant's sessions)
+        CROSS JOIN LATERAL (SELECT m.subject, m.session_id, m.created_at, m.id FROM memdb.memories m
+                            WHERE m.tenant = p_tenant AND m.id = h.id AND m.session_id IS NOT NULL
+                            OFFSET 0) m
+        CROSS JOIN LATERAL (
+            (SELECT b.id, row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS distance
+             FROM memdb.memories b
+             WHERE b.tenant = p_tenant AND b.subject = m.subject
+               AND coalesce(b.session_id, '') = m.session_id AND b.session_id IS NOT NULL
+               AND (b.created_at, b.id) < (m.created_at, m.id)
+               AND (v_subjects IS NULL OR b.subject = ANY (v_subjects))
+               AND b.valid_to IS NULL AND (b.expires_at IS NULL OR b.expires_at > now())
+             ORDER BY b.created_at DESC, b.id DESC
+             LIMIT p_window)
+            UNION ALL
+            (SELECT a.id, row_number() OVER (ORDER BY a.created_at, a.id) AS distance
+             FROM memdb.memories a
+             WHERE a.tenant = p_tenant AND a.subject = m.subject
+               AND coalesce(a.session_id, '') = m.session_id AND a.session_id IS NOT NULL
+               AND (a.created_at, a.id) > (m.created_at, m.id)
+               AND (v_subjects IS NULL OR a.subject = ANY (v_subjects))
+               AND a.valid_to IS NULL AND (a.expires_at IS NULL OR a.expires_at > now())
+             ORDER BY a.created_at, a.id
+             LIMIT p_window)
+        ) n
+        WHERE h.id IS NOT NULL AND h.score IS NOT NULL;
+        RETURN;
+    END IF;
+    -- any other filter: a one-shot plan (EXECUTE): the filter is known when planning, so
+    -- memdb.matches folds away the absent keys instead of checking the filter again on every row
     RETURN QUERY EXECUTE $q$
         SELECT n.id, h.score * power($5, n.distance), h.id, n.distance::integer
         FROM unnest($2::uuid[], $3::double precision[]) AS h(id, score)
