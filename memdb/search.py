@@ -60,6 +60,11 @@ class SearchOptions:
     score scores (1 + w * share) times as much - topic-level evidence: a turn among many
     strong turns of one conversation session beats a lone match elsewhere. Memories without a
     session_id get no prior (memdb.search_hybrid, step 3f).
+    speaker_neighbors: a weight w in [0, 1] (True = 0.4; off by default): a hit that is a
+    transcript line "Name: text" in a session also brings the nearest line of the same speaker
+    before and after it in that session (within 10 memories; in a two-party conversation the
+    line two turns away), scored w times the hit's score - one speaker's next line often
+    continues what they said (memdb.search_speaker_neighbors).
     """
 
     routes: tuple[str, ...] | None = None
@@ -86,6 +91,7 @@ class SearchOptions:
     speaker_weight: float | None = None
     temporal: float | bool | None = None
     session_prior: float | bool | None = None
+    speaker_neighbors: float | bool | None = None
 
     @classmethod
     def of(cls, values: Mapping[str, Any] | None) -> SearchOptions:
@@ -174,6 +180,10 @@ class SearchOptions:
             value = getattr(self, name)
             if value is not None:
                 out[name] = float(value) if isinstance(value, bool) else _number(value, name)
+        if self.speaker_neighbors is not None:
+            value = self.speaker_neighbors
+            out["speaker_neighbors"] = ((0.4 if value else 0.0) if isinstance(value, bool)
+                                        else _number(value, "speaker_neighbors"))
         if self.speaker is not None and not isinstance(self.speaker, bool):
             raise InvalidInput("speaker must be a boolean")
         if self.speaker_weight is not None:
@@ -198,7 +208,7 @@ _FIELDS = frozenset(f.name for f in fields(SearchOptions))
 # prf = 101 through to the search without the SQL check refusing it; not yet explained.)
 _RANGES = (("neighbors", 0, 10), ("neighbor_weight", 0, 1), ("prf", 0, 100),
            ("prf_terms", 1, 100), ("prf_weight", 0, 1), ("temporal", 0, 10),
-           ("session_prior", 0, 10))
+           ("session_prior", 0, 10), ("speaker_neighbors", 0, 1))
 
 
 def _number(value: Any, name: str) -> float:

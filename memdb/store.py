@@ -779,7 +779,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                 "routes": {route: sum(1 for r in rows if r[f"{route}_rank"] is not None)
                            for route in ROUTES},
             }
-            if options.get("neighbors"):  # the hits only neighbour expansion brought
+            if options.get("neighbors") or options.get("speaker_neighbors"):
+                # the hits only neighbour expansion (by session or by speaker) brought
                 results.explain["neighbors"] = [
                     r["id"] for r in rows if all(r[f"{route}_rank"] is None for route in ROUTES)]
             if prf is not None:  # the BM25 route's expanded query (memdb.prf_terms)

@@ -43,6 +43,7 @@ CITUS_MODULES = frozenset({
     "test_sessions", "test_lifecycle", "test_erasure", "test_ingest", "test_search_neighbors",
     "test_search_prf", "test_round_trips", "test_search_speaker", "test_decompose_llm",
     "test_search_temporal", "test_search_session_prior", "test_search_ties",
+    "test_search_speaker_neighbors",
 })
 CITUS_BOTH_DRIVERS = frozenset({"test_isolation", "test_store", "test_round_trips"})
 _counter = itertools.count()

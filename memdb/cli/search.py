@@ -56,6 +56,10 @@ from ._shared import filter_args, filter_options, pairs
                            "help": "A memory in a session holding a share of the candidates' "
                                    "score scores (1 + W * share) times as much (0-10; off by "
                                    "default)."}),
+    (["--speaker-neighbors"], {"type": float, "metavar": "W",
+                               "help": "A transcript line 'Name: text' brings its speaker's "
+                                       "previous and next line in its session, scored W times "
+                                       "it (0-1; off by default)."}),
     (["--explain", "--sql", "explain"], {"is_flag": True,
                                          "help": "Also show the SQL, its parameters and timings."}),
 )
@@ -65,7 +69,8 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
            neighbors: int | None, neighbor_weight: float | None, prf: int | None,
            prf_terms: int | None, prf_weight: float | None, decompose: bool | None,
            speaker: float | None,
-           temporal: float | None, session_prior: float | None, **filters: Any) -> None:
+           temporal: float | None, session_prior: float | None,
+           speaker_neighbors: float | None, **filters: Any) -> None:
     """Find the memories that best match QUERY, best first.
 
     Hybrid search: vector, BM25 and exact-match routes fused by weighted RRF in SQL.
@@ -78,7 +83,8 @@ def search(query: str, k: int, as_json: bool, routes: tuple[str, ...],
                                prf_terms=prf_terms, prf_weight=prf_weight,
                                speaker=None if speaker is None else True, speaker_weight=speaker,
                                decompose=decompose, temporal=temporal,
-                               session_prior=session_prior),
+                               session_prior=session_prior,
+                               speaker_neighbors=speaker_neighbors),
                            **filter_args(filters))
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits],

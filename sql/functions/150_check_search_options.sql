@@ -24,6 +24,9 @@
 --   session_prior in [0, 10] (default 0 = off): a memory in a session (subject, session_id)
 --   that holds a share of the candidates' summed fused score scores (1 + session_prior *
 --   share) times as much (see memdb.search_hybrid, step 3f).
+--   speaker_neighbors in [0, 1] (default 0 = off): a transcript line "Name: text" in a session
+--   brings the nearest line of its speaker before and after it there, scored speaker_neighbors
+--   times its score (memdb.search_speaker_neighbors; memdb.search_hybrid, step 3g).
 CREATE OR REPLACE FUNCTION memdb.check_search_options(p_options jsonb)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -68,7 +71,7 @@ BEGIN
                     'decay_weight', 'hotness_weight', 'importance_weight', 'half_life_days',
                     'exact_limit', 'space_id', 'system_boost', 'neighbors', 'neighbor_weight',
                     'prf', 'prf_terms', 'prf_weight', 'speaker_boost', 'temporal',
-                    'session_prior') THEN
+                    'session_prior', 'speaker_neighbors') THEN
             IF jsonb_typeof(v) <> 'number' THEN
                 RAISE EXCEPTION 'option "%" must be a number', k USING ERRCODE = 'invalid_parameter_value';
             END IF;
@@ -77,7 +80,7 @@ BEGIN
                OR (k IN ('rrf_k', 'half_life_days') AND x <= 0)
                OR (k IN ('k1', 'system_boost') AND x < 0)
                OR (k IN ('b', 'mmr_lambda', 'decay_weight', 'hotness_weight', 'importance_weight',
-                         'neighbor_weight', 'prf_weight') AND (x < 0 OR x > 1))
+                         'neighbor_weight', 'prf_weight', 'speaker_neighbors') AND (x < 0 OR x > 1))
                OR (k = 'neighbors' AND (x < 0 OR x > 10 OR x <> trunc(x)))
                OR (k = 'prf' AND (x < 0 OR x > 100 OR x <> trunc(x)))
                OR (k = 'speaker_boost' AND (x < 0 OR x > 10))

@@ -48,6 +48,10 @@
 --      session-less ones included; CTE ss): a turn among many strong turns of one
 --      conversation session is more likely on topic than a lone match elsewhere. A memory
 --      without a session_id gets no prior (CTEs ss, bp);
+--   3g. with speaker_neighbors set (a weight w in [0, 1], off by default), the top candidates
+--      that are transcript lines "Name: text" in a session also lend w times their score to
+--      the nearest line of the same speaker before and after them in that session
+--      (memdb.search_speaker_neighbors; CTEs slend, nb), as neighbour expansion lends;
 --   4. with mmr_lambda set, memdb.mmr re-picks k of the top mmr_candidates for diversity.
 -- With prf set (off by default), the BM25 route runs the query expanded by pseudo-relevance
 -- feedback (memdb.prf_terms, memdb.search_bm25_weighted) instead of p_query.
@@ -96,6 +100,7 @@ DECLARE
     speaker_w double precision;
     q_names text[];
     session_w double precision;
+    speaker_nw double precision;
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -132,6 +137,7 @@ BEGIN
     END IF;
     speaker_w := coalesce((o ->> 'speaker_boost')::double precision, 0);
     session_w := coalesce((o ->> 'session_prior')::double precision, 0);
+    speaker_nw := coalesce((o ->> 'speaker_neighbors')::double precision, 0);
     IF speaker_w > 0 THEN
         q_names := memdb.entity_candidates(p_query);  -- NULL for a NULL query: no speaker named
     END IF;
@@ -278,13 +284,28 @@ BEGIN
           AND t.score * coalesce((o ->> 'neighbor_weight')::double precision, 0.5)
               > coalesce((SELECT c.score FROM c ORDER BY c.score DESC, c.above, c.id
                           OFFSET pool - 1 LIMIT 1), 0)
+    ), slend AS (
+        -- speaker neighbours (step 3g): as lend, with the speaker_neighbors weight
+        SELECT t.id, t.score
+        FROM (SELECT c.id, c.score FROM c ORDER BY c.score DESC, c.above, c.id LIMIT pool) t
+        WHERE speaker_nw > 0
+          AND t.score * speaker_nw
+              > coalesce((SELECT c.score FROM c ORDER BY c.score DESC, c.above, c.id
+                          OFFSET pool - 1 LIMIT 1), 0)
     ), nb AS (
         SELECT x.id, max(x.score) AS score
-        FROM memdb.search_neighbors(
-                 p_tenant, ARRAY(SELECT lend.id FROM lend ORDER BY lend.id),
-                 ARRAY(SELECT lend.score FROM lend ORDER BY lend.id),
-                 n_window, coalesce((o ->> 'neighbor_weight')::double precision, 0.5), f) x
-        WHERE n_window > 0
+        FROM (SELECT y.id, y.score
+              FROM memdb.search_neighbors(
+                       p_tenant, ARRAY(SELECT lend.id FROM lend ORDER BY lend.id),
+                       ARRAY(SELECT lend.score FROM lend ORDER BY lend.id),
+                       n_window, coalesce((o ->> 'neighbor_weight')::double precision, 0.5), f) y
+              WHERE n_window > 0
+              UNION ALL
+              SELECT y.id, y.score
+              FROM memdb.search_speaker_neighbors(
+                       p_tenant, ARRAY(SELECT slend.id FROM slend ORDER BY slend.id),
+                       ARRAY(SELECT slend.score FROM slend ORDER BY slend.id), speaker_nw, f) y
+              WHERE speaker_nw > 0) x
         GROUP BY x.id
     ), cn AS (
         SELECT coalesce(c.id, nb.id) AS id, greatest(c.score, nb.score) AS score, c.fused, c.mult,
