@@ -11,7 +11,10 @@ with DEFAULT_OPTIONS, in an order alternating question by question. Reports p50/
 and the ratios new / ref, and how many questions' results the new default changed.
 
     python benchmarks/defaults_ab.py ../shared/data/locomo/locomo_dev.json --ref 22568cd \
-        [--ref-options JSON] [--ks 10,50] [--limit N] [--json OUT]
+        [--ref-options JSON] [--new-options JSON] [--ks 10,50] [--limit N] [--json OUT]
+
+With --new-options (SearchOptions fields laid over DEFAULT_OPTIONS) and --ref HEAD
+--ref-options set to today's default, it pairs one option against the default on the same SQL.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ OLD_DEFAULT = {"weights": {"vector": 0.5, "bm25": 1.0, "exact": 1.0}, "rrf_k": 5
 def run(args: argparse.Namespace) -> dict:
     ks = sorted({int(k) for k in args.ks.split(",")})
     embedder, inputs, questions, q_vectors = locomo_turns(args.path, args.limit, "defaults_ab")
-    options = {"memdb_ref": json.loads(args.ref_options), "memdb_new": DEFAULT_OPTIONS.to_json()}
+    options = {"memdb_ref": json.loads(args.ref_options),
+               "memdb_new": DEFAULT_OPTIONS.replace(**json.loads(args.new_options)).to_json()}
     times = {str(k): {side: [] for side in SIDES} for k in ks}
     changed = {str(k): 0 for k in ks}
     loads = [os.getloadavg()[0]]
@@ -109,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ref", required=True, help="git revision of the old functions")
     parser.add_argument("--ref-options", default=json.dumps(OLD_DEFAULT),
                         help="the revision's default search options as JSON (the old default)")
+    parser.add_argument("--new-options", default="{}",
+                        help="SearchOptions fields laid over DEFAULT_OPTIONS for the new side "
+                             "(JSON, e.g. '{\"speaker_neighbors\": 0.4}')")
     parser.add_argument("--ks", default="10,50", help="comma-separated k (default 10,50)")
     parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
