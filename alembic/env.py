@@ -5,7 +5,9 @@ public.memdb_alembic_version, compares only schema ``memdb`` against memdb._tabl
 and after any upgrade step re-applies the functions and triggers from sql/ (when the database
 is then at head: they are written for the newest tables); at head with no step, it re-applies
 them when the digest recorded on schema memdb differs from sql/'s (a newer memdb with changed
-functions and no new revision)."""
+functions and no new revision). On Citus, an upgrade through revision 0014 (the tables
+distributed) then moves the workers' identity sequences past the rows already in their ranges,
+once committed (the citus_identity_past_rows query says why)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from memdb.connection import resolve_admin_dsn
 from memdb.migrations import (
     VERSION_TABLE,
     apply_objects,
+    has_citus,
     installed_objects_digest,
     objects_digest,
     sqlalchemy_url,
@@ -59,10 +62,13 @@ def run_migrations_online() -> None:
 def _run(dsn: str) -> None:
     engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
     upgraded: list[bool] = []
+    distributed: list[bool] = []
     script = ScriptDirectory.from_config(config)
 
     def on_apply(*, ctx, step, heads, run_args):
         upgraded.append(step.is_upgrade)
+        distributed.append(step.is_upgrade and not step.is_stamp
+                           and "0014" in step.up_revision_ids)
 
     with engine.connect() as connection:
         context.configure(
@@ -84,6 +90,13 @@ def _run(dsn: str) -> None:
             if at_head and (any(upgraded) or config.attributes.get("memdb_always_apply_objects")
                             or installed_objects_digest(driver) != objects_digest()):
                 apply_objects(driver)
+            citus = any(distributed) and has_citus(driver)
+        if citus:  # after the commit: the workers see the distributed tables only now
+            failed = [row for row in driver.execute(_sql.query("citus_identity_past_rows"))
+                      if not row[2]]
+            driver.commit()
+            if failed:
+                raise RuntimeError(f"could not move the workers' identity sequences: {failed}")
     engine.dispose()
 
 

@@ -98,3 +98,38 @@ BEGIN
     END IF;
 END
 $$;
+
+-- name: citus_identity_past_rows
+-- On Citus each worker draws a distributed table's identity values from a range of its own
+-- (start_value, from its group id << 48, up to max_value, the next group's start): the history
+-- rows the workers' triggers write take ids there. Downgrading past revision 0014 keeps those
+-- rows (local again); upgrading distributes the tables anew with every worker's sequence back
+-- at the start of its range, and the next write would take an id a row already has. Run after
+-- such an upgrade has committed (the workers see the tables only then; alembic/env.py): each
+-- worker's memdb identity sequences go past the largest id in their range. Nothing to do on a
+-- cluster whose tables were never local with rows from the workers.
+SELECT nodename, nodeport, success, result FROM run_command_on_workers($cmd$
+DO $$
+DECLARE
+    r record;
+    top bigint;
+BEGIN
+    FOR r IN SELECT s.schemaname, s.sequencename, s.start_value, s.max_value,
+                    d.refobjid::regclass AS tbl, a.attname AS col
+             FROM pg_sequences s
+             JOIN pg_class c ON c.relname = s.sequencename
+                            AND c.relnamespace = s.schemaname::regnamespace
+             JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                             AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'
+             JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+             WHERE s.schemaname = 'memdb' LOOP
+        EXECUTE format('SELECT max(%I) FROM %s WHERE %I >= $1 AND %I < $2',
+                       r.col, r.tbl, r.col, r.col)
+            INTO top USING r.start_value, r.max_value;
+        IF top IS NOT NULL THEN
+            PERFORM setval(format('%I.%I', r.schemaname, r.sequencename), top);
+        END IF;
+    END LOOP;
+END
+$$
+$cmd$)
