@@ -210,8 +210,8 @@ ROUTE_CALLS = {
 
 def test_routes_common_filters_give_what_the_general_path_gives(store, fresh_db):
     """The filters searches use most run static statements whose plans are kept (generic
-    plans on plain PostgreSQL): the vector route's one subject, the neighbours' none or
-    subjects; every other filter (and BM25, exact) a one-shot query. Adding
+    plans on plain PostgreSQL): the vector and BM25 routes' one subject, the neighbours' none
+    or subjects; every other filter (and the exact route) a one-shot query. Adding
     include_expired false to a filter changes nothing it selects but takes the one-shot path:
     both must give the same rows, ranks and scores, call after call in one session (a kept
     plan), for every route, English and Chinese, with superseded and expired memories about."""
@@ -229,7 +229,7 @@ def test_routes_common_filters_give_what_the_general_path_gives(store, fresh_db)
                      "WHERE id = ANY (%s)", (ids[:6],))
         conn.execute("UPDATE memdb.memories SET valid_to = now() WHERE id = ANY (%s)",
                      (ids[6:10],))
-        for name in ("search_vector", "search_neighbors"):
+        for name in ("search_vector", "search_bm25", "search_neighbors"):
             config = conn.execute("SELECT proconfig FROM pg_proc WHERE proname = %s "
                                   "AND pronamespace = 'memdb'::regnamespace", (name,)).fetchone()
             assert "plan_cache_mode=force_generic_plan" in (config[0] or []), name

@@ -45,6 +45,7 @@ DECLARE
     v_budget double precision;
     v_cand_df double precision;  -- how many documents hold a candidate term (tenant-wide)
     v_tsq tsquery;
+    v_subject text;  -- a filter of one subject only: the subject (a static statement)
 BEGIN
     IF p_k IS NULL OR p_k < 1 OR p_k > 10000 THEN
         RAISE EXCEPTION 'k must be between 1 and 10000, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -95,8 +96,44 @@ BEGIN
     -- A subject-scoped search whose candidate terms are common (their documents, tenant-wide,
     -- outnumber what a subject holds) reads the subject's rows through the scope index and
     -- tests each tsvector, instead of intersecting the GIN index's tenant-wide matches with them.
-    -- A one-shot query (EXECUTE): which index pays depends on the terms, so the planner must see
-    -- them (a kept generic plan cannot).
+    -- One subject (the filter searches use most): a static statement, whose plan is kept (a
+    -- generic plan: the scope index, ANDed with the GIN index when the terms are rare enough,
+    -- bounds the rows read by the subject's, and the common-terms case above never reads the GIN
+    -- index). Any other filter, and none (tenant-wide: the GIN index is the right one only for
+    -- terms the planner can see are rare), is written into a one-shot query (EXECUTE).
+    v_subject := CASE WHEN p_filter - 'subject' = '{}'::jsonb THEN CASE jsonb_typeof(p_filter -> 'subject')
+                         WHEN 'string' THEN p_filter ->> 'subject'
+                         WHEN 'array' THEN CASE WHEN jsonb_array_length(p_filter -> 'subject') = 1
+                                                THEN p_filter #>> '{subject,0}' END END END;
+    IF v_subject IS NOT NULL AND v_cand_df > 2000 THEN
+        RETURN QUERY
+        SELECT m.id, (
+            SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
+                       * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
+                       / (coalesce(array_length(u.positions, 1), 1)::double precision
+                          + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', v_terms), '{a}')) u) AS score
+        FROM memdb.memories m
+        WHERE m.tenant = p_tenant AND coalesce(m.tsv, '') @@ v_tsq AND m.subject = v_subject
+          AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+        ORDER BY score DESC, m.id
+        LIMIT p_k;
+        RETURN;
+    ELSIF v_subject IS NOT NULL THEN
+        RETURN QUERY
+        SELECT m.id, (
+            SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
+                       * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
+                       / (coalesce(array_length(u.positions, 1), 1)::double precision
+                          + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', v_terms), '{a}')) u) AS score
+        FROM memdb.memories m
+        WHERE m.tenant = p_tenant AND m.tsv @@ v_tsq AND m.subject = v_subject
+          AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+        ORDER BY score DESC, m.id
+        LIMIT p_k;
+        RETURN;
+    END IF;
     RETURN QUERY EXECUTE format($q$
         SELECT m.id, (
             SELECT sum($5[array_position($4, u.lexeme)]

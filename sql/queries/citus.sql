@@ -59,13 +59,13 @@ END
 $$;
 
 -- name: generic_plan_functions
--- Plain PostgreSQL only (not a Citus coordinator): memdb.search_hybrid, memdb.search_vector and
--- memdb.search_neighbors run their statements with generic plans. Otherwise the fusion statement
--- is planned anew on every call (plpgsql's plan cache keeps choosing custom plans, whose
--- estimates fold the unused routes away), which cost about as much as a subject-scoped BM25
--- route (benchmarks/search_ab.py); the two routes' static statements (one subject; neighbours)
--- read the same index whatever the values, and get the setting for calls outside search_hybrid
--- too (inside it, its setting holds). On Citus the coordinator cannot route a generic plan of
+-- Plain PostgreSQL only (not a Citus coordinator): memdb.search_hybrid and the routes
+-- search_vector, search_bm25 and search_neighbors run their statements with generic plans.
+-- Otherwise the fusion statement is planned anew on every call (plpgsql's plan cache keeps
+-- choosing custom plans, whose estimates fold the unused routes away), which cost about as much
+-- as a subject-scoped BM25 route (benchmarks/search_ab.py); the routes' static statements (one
+-- subject; neighbours) read the same index whatever the values, and get the setting for calls
+-- outside search_hybrid too (inside it, its setting holds). On Citus the coordinator cannot route a generic plan of
 -- the fusion statement's join with memdb.memories ("could not create distributed plan"), so
 -- there it keeps custom plans. Re-done after every migration (CREATE OR REPLACE clears it).
 DO $$
@@ -74,7 +74,8 @@ DECLARE
 BEGIN
     FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
              WHERE p.pronamespace = 'memdb'::regnamespace
-               AND p.proname IN ('search_hybrid', 'search_vector', 'search_neighbors')
+               AND p.proname IN ('search_hybrid', 'search_vector', 'search_bm25',
+                                 'search_neighbors')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan', f);
     END LOOP;
