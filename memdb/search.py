@@ -60,7 +60,8 @@ class SearchOptions:
     score scores (1 + w * share) times as much - topic-level evidence: a turn among many
     strong turns of one conversation session beats a lone match elsewhere. Memories without a
     session_id get no prior (memdb.search_hybrid, step 3f).
-    speaker_neighbors: a weight w in [0, 1] (True = 0.4; off by default): a hit that is a
+    speaker_neighbors: a weight w in [0, 1] (True = 0.4, the cross-validated choice;
+    DEFAULT_OPTIONS: 0.4, 0 = off; SQL default off): a hit that is a
     transcript line "Name: text" in a session also brings the nearest line of the same speaker
     before and after it in that session (within 10 memories; in a two-party conversation the
     line two turns away), scored w times the hit's score - one speaker's next line often
@@ -223,12 +224,14 @@ def _number(value: Any, name: str) -> float:
 # the async store, the HTTP and MCP doors and the eval's "default"), chosen on the LoCoMo
 # development split (README, "Evaluation"): the vector route at half weight, a small RRF
 # constant and BM25 b = 0.3 lift hybrid recall@10 from 71.6 to 77.6 there; neighbour expansion
-# (window 1, weight 0.4) and the temporal boost (weight 1) are the cross-validated choice of
-# round two (README, "Retrieval quality, cross-validated"). neighbors=0 or temporal=0 turns
-# one off. The SQL functions keep the textbook defaults (weights 1, rrf_k 60, k1 1.2, b 0.75,
-# no neighbours, no temporal boost) for callers who pass no options.
+# (window 1, weight 0.4), the temporal boost (weight 1) and the same speaker's neighbouring
+# lines (weight 0.4) are the cross-validated choices of round two (README, "Retrieval quality,
+# cross-validated"). neighbors=0, temporal=0 or speaker_neighbors=0 turns one off. The SQL
+# functions keep the textbook defaults (weights 1, rrf_k 60, k1 1.2, b 0.75, no neighbours, no
+# temporal boost, no speaker neighbours) for callers who pass no options.
 DEFAULT_OPTIONS = SearchOptions(weights={"vector": 0.5, "bm25": 1.0, "exact": 1.0}, rrf_k=5,
-                                k1=1.2, b=0.3, neighbors=1, neighbor_weight=0.4, temporal=1.0)
+                                k1=1.2, b=0.3, neighbors=1, neighbor_weight=0.4, temporal=1.0,
+                                speaker_neighbors=0.4)
 
 
 class SearchResults(list):

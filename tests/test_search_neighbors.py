@@ -53,12 +53,13 @@ def by_id(hits) -> dict:
 def test_a_hit_brings_its_neighbours_only_when_on(store: MemoryStore, lines, query):
     turns = session(store, "amy", "s1", lines)
     off = store.search(query, k=10, subject="amy", routes=BM25,
-                       options=SearchOptions(neighbors=0))
+                       options=SearchOptions(speaker_neighbors=0, neighbors=0))
     assert [h.memory.id for h in off] == [turns[2]]  # the words match one turn only
     hit_score = off[0].score
 
     on = by_id(store.search(query, k=10, subject="amy", routes=BM25,
-                            options=SearchOptions(neighbors=1, neighbor_weight=0.5)))
+                            options=SearchOptions(speaker_neighbors=0,
+                                                  neighbors=1, neighbor_weight=0.5)))
     assert set(on) == {turns[1], turns[2], turns[3]}
     assert on[turns[2]].score == pytest.approx(hit_score) and on[turns[2]].rank == 1
     for neighbour in (turns[1], turns[3]):
@@ -66,27 +67,32 @@ def test_a_hit_brings_its_neighbours_only_when_on(store: MemoryStore, lines, que
         assert on[neighbour].details["bm25_rank"] is None  # no route found it
 
     wide = by_id(store.search(query, k=10, subject="amy", routes=BM25,
-                              options=SearchOptions(neighbors=2, neighbor_weight=0.8)))
+                              options=SearchOptions(speaker_neighbors=0,
+                                                    neighbors=2, neighbor_weight=0.8)))
     assert set(wide) == set(turns)
     assert wide[turns[3]].score == pytest.approx(0.8 * hit_score)
     assert wide[turns[4]].score == pytest.approx(0.64 * hit_score)
 
-    # the store's default: window 1 at weight 0.4
+    # the store's default: window 1 at weight 0.4, and the speaker's own lines before and
+    # after the hit (speaker_neighbors 0.4: two turns away in a two-party session)
     default = by_id(store.search(query, k=10, subject="amy", routes=BM25))
-    assert set(default) == {turns[1], turns[2], turns[3]}
+    assert set(default) == set(turns)
     assert default[turns[1]].score == pytest.approx(0.4 * hit_score)
+    assert default[turns[0]].score == pytest.approx(0.4 * hit_score)
     # explicitly off, as False too
     assert [h.memory.id for h in store.search(query, k=10, subject="amy", routes=BM25,
-                                              options=SearchOptions(neighbors=False))] == [turns[2]]
+                                              options=SearchOptions(speaker_neighbors=0,
+                                                                    neighbors=False))] == [turns[2]]
 
 
 def test_a_hit_keeps_its_own_score_when_a_neighbour_lends_less(store: MemoryStore):
     turns = session(store, "amy", "s1", ["Lisbon trip planning started.",
                                          "We will fly to Lisbon and then Porto.", "Porto wine."])
     plain = by_id(store.search("Lisbon Porto", k=10, subject="amy", routes=BM25,
-                               options=SearchOptions(neighbors=0)))
+                               options=SearchOptions(speaker_neighbors=0, neighbors=0)))
     on = by_id(store.search("Lisbon Porto", k=10, subject="amy", routes=BM25,
-                            options=SearchOptions(neighbors=1, neighbor_weight=0.5)))
+                            options=SearchOptions(speaker_neighbors=0,
+                                                  neighbors=1, neighbor_weight=0.5)))
     assert set(on) == set(turns) == set(plain)
     for mid in turns:
         lent = max(0.5 * plain[n].score for n in turns
@@ -100,9 +106,11 @@ def test_memories_without_a_session_have_no_neighbours(store: MemoryStore, raw, 
     # them lends nothing, and a session's hit lends nothing to the notes around it in time
     loose = session(store, "amy", None, lines)
     off = [h.memory.id for h in store.search(query, k=10, subject="amy", routes=BM25,
-                                            options=SearchOptions(neighbors=0))]
+                                            options=SearchOptions(speaker_neighbors=0,
+                                                                  neighbors=0))]
     assert off == [loose[2]]
-    for options in (SearchOptions(neighbors=1), SearchOptions(neighbors=2, neighbor_weight=0.8)):
+    for options in (SearchOptions(speaker_neighbors=0, neighbors=1),
+                    SearchOptions(speaker_neighbors=0, neighbors=2, neighbor_weight=0.8)):
         on = store.search(query, k=10, subject="amy", routes=BM25, explain=True, options=options)
         assert [h.memory.id for h in on] == off
         assert not on.explain.get("neighbors")  # explain lists none
@@ -117,7 +125,8 @@ def test_memories_without_a_session_have_no_neighbours(store: MemoryStore, raw, 
                        " ARRAY[1.0]::float8[], 2, 0.5, '{}')", ([turn],)).fetchall()
     assert rows == []
     on = {h.memory.id for h in store.search(query, k=10, subject="amy", routes=BM25,
-                                             options=SearchOptions(neighbors=2))}
+                                             options=SearchOptions(speaker_neighbors=0,
+                                                                   neighbors=2))}
     assert on == {loose[2], turn}
 
 
@@ -139,12 +148,13 @@ def test_neighbours_stay_in_tenant_subject_session_and_filter(store: MemoryStore
                           start=T0 + timedelta(minutes=2, seconds=10))
 
     found = by_id(store.search("Lisbon", k=20, routes=BM25, kind="semantic",
-                               options=SearchOptions(neighbors=2)))
+                               options=SearchOptions(speaker_neighbors=0, neighbors=2)))
     assert set(found) == set(turns)  # turns[3] comes after the filtered-out note: stepped over
     assert not set(found) & set(bob + other + loose + foreign + [skipped])
 
     # without the kind filter the note is turns[2]'s next neighbour
-    found = by_id(store.search("Lisbon", k=20, routes=BM25, options=SearchOptions(neighbors=1)))
+    found = by_id(store.search("Lisbon", k=20, routes=BM25,
+                               options=SearchOptions(speaker_neighbors=0, neighbors=1)))
     assert set(found) == {turns[1], turns[2], skipped}
 
 
@@ -154,7 +164,7 @@ def test_turns_of_one_batch_are_ordered_by_their_created_at(store: MemoryStore):
                                "created_at": T0 + timedelta(seconds=i)}
                               for i, text in enumerate(lines)])
     found = by_id(store.search("Lisbon", k=10, subject="amy", routes=BM25,
-                               options=SearchOptions(neighbors=1)))
+                               options=SearchOptions(speaker_neighbors=0, neighbors=1)))
     assert set(found) == {r.id for r in results}
 
 
@@ -182,11 +192,11 @@ def test_bad_neighbour_options_are_refused_in_python(store: MemoryStore, options
 def test_explain_names_the_neighbours(store: MemoryStore):
     turns = session(store, "amy", "s1", ENGLISH)
     hits = store.search("Lisbon", k=10, subject="amy", routes=BM25, explain=True,
-                        options=SearchOptions(neighbors=1))
+                        options=SearchOptions(speaker_neighbors=0, neighbors=1))
     assert hits.explain["params"]["options"]["neighbors"] == 1
     assert set(hits.explain["neighbors"]) == {turns[1], turns[3]}
     plain = store.search("Lisbon", k=10, subject="amy", routes=BM25, explain=True,
-                         options=SearchOptions(neighbors=0))
+                         options=SearchOptions(speaker_neighbors=0, neighbors=0))
     assert "neighbors" not in plain.explain
 
 
@@ -231,17 +241,19 @@ def test_the_cli_switches_neighbours_off_and_on(store: MemoryStore, fresh_db, mo
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
     turns = session(store, "amy", "s1", CHINESE)
     off = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
-                  "--neighbors", "0")["hits"]
+                  "--neighbors", "0", "--speaker-neighbors", "0")["hits"]
     assert [h["memory"]["id"] for h in off] == [str(turns[2])]
     on = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
-                 "--neighbors", "2", "--neighbor-weight", "0.5", "--explain")
+                 "--neighbors", "2", "--neighbor-weight", "0.5", "--speaker-neighbors", "0",
+                 "--explain")
     assert {h["memory"]["id"] for h in on["hits"]} == {str(t) for t in turns}
     assert on["explain"]["params"]["options"]["neighbor_weight"] == 0.5
     default = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
-                      "--explain")  # the default: window 1, weight 0.4
-    assert {h["memory"]["id"] for h in default["hits"]} == {str(t) for t in turns[1:4]}
+                      "--explain")  # the default: window 1, weight 0.4 (+ speaker's lines)
+    assert {h["memory"]["id"] for h in default["hits"]} == {str(t) for t in turns}
     assert default["explain"]["params"]["options"]["neighbor_weight"] == 0.4
-    text = run(fresh_db, "search", "火锅", "--route", "bm25", "--neighbors", "1", "--sql")
+    text = run(fresh_db, "search", "火锅", "--route", "bm25", "--neighbors", "1",
+               "--speaker-neighbors", "0", "--sql")
     assert "brought by neighbour expansion: 2" in text.stdout
     bad = run(fresh_db, "search", "火锅", "--neighbors", "11")
     assert bad.exit_code == 1 and "neighbors" in bad.stderr
@@ -251,12 +263,18 @@ def test_recall_takes_the_option_too(store: MemoryStore):
     turns = session(store, "amy", "s1", ENGLISH)
     plain = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
                                                 options=SearchOptions(routes=("bm25",),
+                                                                      speaker_neighbors=0,
                                                                       neighbors=0))}
     assert plain == {turns[2]}
     near = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
                                                options=SearchOptions(routes=("bm25",),
+                                                                     speaker_neighbors=0,
                                                                      neighbors=2))}
     assert near == set(turns)
     default = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
-                                                  options=SearchOptions(routes=("bm25",)))}
+                                                  options=SearchOptions(routes=("bm25",),
+                                                                    speaker_neighbors=0))}
     assert default == {turns[1], turns[2], turns[3]}  # recall starts from the defaults
+    everything = {h.memory.id for h in store.recall("Lisbon", k=5, subject="amy",
+                                                     options=SearchOptions(routes=("bm25",)))}
+    assert everything == set(turns)  # with the speaker's own lines two turns away

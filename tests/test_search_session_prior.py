@@ -71,7 +71,8 @@ def ids(hits) -> list:
 
 def search(store: MemoryStore, case: dict, **options):
     return store.search(case["query"], k=20, subject="amy", routes=ROUTES,
-                        options=SearchOptions(**{"neighbors": 0, **options}))
+                        options=SearchOptions(**{"neighbors": 0, "speaker_neighbors": 0,
+                                                 **options}))
 
 
 @pytest.mark.parametrize("lang", CASES)
@@ -121,7 +122,8 @@ def test_the_prior_is_per_subject(store: MemoryStore):
     for text in ("Bob: camping trip at the lake", "Bob: lake camping trip", "Bob: camping"):
         key[store.add(text, subject="bob", session_id="s1").id] = ("bob", "s1")
     hits = store.search(case["query"], k=30, subject=["amy", "bob"], routes=ROUTES,
-                        options=SearchOptions(session_prior=2.0, neighbors=0))
+                        options=SearchOptions(session_prior=2.0, neighbors=0,
+                                              speaker_neighbors=0))
     assert len(hits) < 30 and m["lone"] in ids(hits)  # every candidate returned
     total = sum(h.details["fused"] for h in hits)
     share = defaultdict(float)

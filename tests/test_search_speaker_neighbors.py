@@ -53,10 +53,13 @@ def search(store: MemoryStore, query: str, weight: float | None, **kw) -> dict:
 @pytest.mark.parametrize("lines, query", CASES)
 def test_a_hit_brings_its_speakers_lines_only_when_on(store: MemoryStore, lines, query):
     turns = session(store, "amy", "s1", lines)
-    off = search(store, query, None, subject="amy")
+    off = search(store, query, 0, subject="amy")
     assert list(off) == [turns[2]]  # the words match one line only
     hit_score = off[turns[2]].score
-    assert list(search(store, query, 0, subject="amy")) == [turns[2]]
+    assert list(search(store, query, False, subject="amy")) == [turns[2]]
+    default = search(store, query, None, subject="amy")  # on by default, at 0.4
+    assert set(default) == {turns[0], turns[2], turns[4]}
+    assert default[turns[0]].score == pytest.approx(0.4 * hit_score)
 
     on = search(store, query, 0.5, subject="amy")
     assert set(on) == {turns[0], turns[2], turns[4]}  # the same speaker's lines, not the other's
@@ -140,8 +143,11 @@ def test_the_cli_switches_it_and_explain_names_the_neighbours(store: MemoryStore
     monkeypatch.setenv("MEMDB_HOME", str(tmp_path / "home"))
     turns = session(store, "amy", "s1", CHINESE)
     off = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
-                  "--neighbors", "0")["hits"]
+                  "--neighbors", "0", "--speaker-neighbors", "0")["hits"]
     assert [h["memory"]["id"] for h in off] == [str(turns[2])]
+    default = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
+                      "--neighbors", "0")["hits"]  # on by default
+    assert [h["memory"]["id"] for h in default][0] == str(turns[2]) and len(default) == 3
     on = ok_json(fresh_db, "search", "火锅", "--route", "bm25", "--subject", "amy",
                  "--neighbors", "0", "--speaker-neighbors", "0.5", "--explain")
     assert {h["memory"]["id"] for h in on["hits"]} == {str(t) for t in turns[0::2]}

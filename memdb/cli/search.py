@@ -59,7 +59,7 @@ from ._shared import filter_args, filter_options, pairs
     (["--speaker-neighbors"], {"type": float, "metavar": "W",
                                "help": "A transcript line 'Name: text' brings its speaker's "
                                        "previous and next line in its session, scored W times "
-                                       "it (0-1; off by default)."}),
+                                       "it (0-1; default 0.4, 0 = off)."}),
     (["--explain", "--sql", "explain"], {"is_flag": True,
                                          "help": "Also show the SQL, its parameters and timings."}),
 )
