@@ -13,7 +13,7 @@ the conversation's two speakers, the share of evidence turns and of top-10 turns
 speaker. Prints the JSON and writes it.
 
     python benchmarks/locomo_misses.py ../shared/data/locomo/locomo_dev.json \
-        --json benchmarks/baselines/locomo_misses.json
+        --json benchmarks/baselines/eval_misses_dev.json
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path")
     parser.add_argument("--limit", type=int, help="only the first N conversations")
-    parser.add_argument("--json", default="benchmarks/baselines/locomo_misses.json")
+    parser.add_argument("--json", default="benchmarks/baselines/eval_misses_dev.json")
     args = parser.parse_args()
     emit(run(args.path, args.limit), Path(args.json))
 
