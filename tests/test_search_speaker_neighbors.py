@@ -1,9 +1,9 @@
 """Speaker neighbours (search option ``speaker_neighbors``, memdb.search_speaker_neighbors)
 against a real database: a hit that is a transcript line "Name: text" in a session brings the
 nearest line of the same speaker before and after it in that session (within 10 memories),
-scored weight times the hit's score; off by default; none for a line without a speaker or a
-session; never outside the tenant, subject, session or filter; bad options refused in SQL and in
-Python; the CLI switches it. English and Chinese.
+scored weight times the hit's score; on by default at 0.4 (0 = off); none for a line without
+a speaker or a session; never outside the tenant, subject, session or filter; bad options
+refused in SQL and in Python; the CLI switches it. English and Chinese.
 
 Searches run the BM25 route alone with session neighbours off, so which memories match is
 decided by their words and the only other way in is a speaker neighbour.
@@ -11,7 +11,7 @@ decided by their words and the only other way in is a speaker neighbour.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -20,28 +20,9 @@ from psycopg.types.json import Jsonb
 from memdb import InvalidInput, MemoryStore
 from memdb.search import SearchOptions
 from tests.cli_helpers import ok_json, run
+from tests.test_search_neighbors import BM25, CHINESE, ENGLISH, T0, session
 
-T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
-BM25 = ["bm25"]
-ENGLISH = ["Amy: I finally booked the trip.",
-           "Bob: Where are you going?",
-           "Amy: To Lisbon, in the spring.",
-           "Bob: Nice, I loved the pastries there.",
-           "Amy: Can't wait to see the ocean."]
-CHINESE = ["李雷：我下个月去成都出差。",
-           "韩梅梅：去几天？",
-           "李雷：大概一周，顺便吃火锅。",
-           "韩梅梅：记得带胃药。",
-           "李雷：好的，谢谢提醒。"]
 CASES = [(ENGLISH, "Lisbon"), (CHINESE, "火锅")]
-
-
-def session(store: MemoryStore, subject: str, session_id: str | None, lines: list[str],
-            start: datetime = T0, **fields) -> list:
-    """The lines as one session's turns, one minute apart, in order."""
-    return [store.add(text, subject=subject, session_id=session_id,
-                      created_at=start + timedelta(minutes=i), **fields).id
-            for i, text in enumerate(lines)]
 
 
 def search(store: MemoryStore, query: str, weight: float | None, **kw) -> dict:
