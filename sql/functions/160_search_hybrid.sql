@@ -89,6 +89,7 @@ DECLARE
     v_now timestamptz;
     usage_subject text;
     use_age boolean;  -- a decay or hotness weight: the memory's age matters
+    use_mult boolean;  -- a decay, hotness or importance weight: memdb.score_multiplier is not 1
     found_rows jsonb;
     use_prf boolean;
     prf_t text[];
@@ -143,6 +144,7 @@ BEGIN
     END IF;
     use_age := coalesce((o ->> 'decay_weight')::double precision, 0) <> 0
                OR coalesce((o ->> 'hotness_weight')::double precision, 0) <> 0;
+    use_mult := use_age OR coalesce((o ->> 'importance_weight')::double precision, 0) <> 0;
     usage_subject := CASE jsonb_typeof(f -> 'subject')
                          WHEN 'string' THEN f ->> 'subject'
                          WHEN 'array' THEN CASE WHEN jsonb_array_length(f -> 'subject') = 1 THEN f #>> '{subject,0}' END
@@ -204,9 +206,13 @@ BEGIN
         LEFT JOIN memdb.memory_usage u ON u.tenant = p_tenant AND u.memory_id = fu.id
                                        AND u.subject = coalesce(usage_subject, m.subject)
         CROSS JOIN LATERAL (
-            SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
-                                          CASE WHEN use_age THEN extract(epoch FROM v_now - m.created_at) / 86400.0 END,
-                                          o) AS mult,
+            -- with no weight memdb.score_multiplier is exactly 1 (and reads six options per
+            -- candidate to find out)
+            SELECT CASE WHEN use_mult
+                        THEN memdb.score_multiplier(m.category, m.importance, u.use_count,
+                                                    CASE WHEN use_age THEN extract(epoch FROM v_now - m.created_at) / 86400.0 END,
+                                                    o)
+                        ELSE 1.0::double precision END AS mult,
                    (m.category = 'system' AND m.status = 'active') AS is_rule
         ) mu
     ), ss AS (
