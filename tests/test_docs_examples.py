@@ -333,7 +333,10 @@ def run_shell(block: Block, page: Page, bin_dir: Path) -> None:
             del full_env["MEMDB_DSN"], full_env["MEMDB_ADMIN_DSN"]
             full_env["MEMDB_HOME"] = tempfile.mkdtemp(prefix="home-", dir=page.cwd)
             os.chmod(full_env["MEMDB_HOME"], 0o755)
-        full_env["PATH"] = f"{bin_dir}{os.pathsep}{full_env.get('PATH', '')}"
+        # the shim first, then this interpreter's scripts (memdb-mcp, python, ...): the blocks
+        # run as in an activated environment even when pytest was started without one
+        full_env["PATH"] = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent),
+                                            full_env.get("PATH", "")])
         try:
             proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=page.cwd,
                                   env=full_env, stdin=subprocess.DEVNULL, capture_output=True,
