@@ -314,6 +314,24 @@ def test_decay_and_importance_spare_system_memories(store: MemoryStore):
         0.5, rel=1e-3)
 
 
+def test_importance_weight_alone_applies_the_multiplier(store: MemoryStore):
+    """importance_weight without decay or hotness still multiplies (search_hybrid computes
+    memdb.score_multiplier only when a weight is set); with no weight the factor is exactly 1
+    (English and Chinese)."""
+    e = unit(35)
+    low, high = (store.add(text, subject="mia", embedding=e, importance=imp).id
+                 for text, imp in (("喜欢乌龙茶 likes oolong tea", 0.1),
+                                   ("喜欢乌龙茶 likes oolong tea too", 0.9)))
+    plain = store.search("oolong tea 乌龙茶", embedding=e, routes=["vector"], options=TEXTBOOK)
+    assert {h.details["multiplier"] for h in plain} == {1.0}
+    hits = store.search("oolong tea 乌龙茶", embedding=e, routes=["vector"], options=TEXTBOOK,
+                        decay={"importance_weight": 1})
+    mult = {h.memory.id: h.details["multiplier"] for h in hits}
+    assert mult[high] == pytest.approx(1.4, rel=1e-6)  # 0.5 + importance 0.9
+    assert mult[low] == pytest.approx(0.6, rel=1e-6)
+    assert ids(hits)[:2] == [high, low]
+
+
 # -- time travel -----------------------------------------------------------------------------------
 def test_superseded_memory_only_visible_as_of_before(store: MemoryStore, raw):
     e = unit(40)
