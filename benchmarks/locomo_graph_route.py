@@ -20,9 +20,9 @@ only, a capitalised word whose lower-case form occurs in lower case in the file'
 name (added to the extractor's sentence-initial stop words in this process; memdb unchanged).
 
     python benchmarks/locomo_graph_route.py ../shared/data/locomo/locomo_dev.json \
-        --json benchmarks/baselines/locomo_graph_route.json
+        --json benchmarks/baselines/eval_graph_route.json
     python benchmarks/locomo_graph_route.py ../shared/data/locomo/locomo_dev.json \
-        --clean-entities --json benchmarks/baselines/locomo_graph_route_clean_entities.json
+        --clean-entities --json benchmarks/baselines/eval_graph_route_clean_entities.json
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def main() -> None:
         action="store_true",
         help="words found in lower case in the turns are no names (this run only)",
     )
-    ap.add_argument("--json", default="benchmarks/baselines/locomo_graph_route.json")
+    ap.add_argument("--json", default="benchmarks/baselines/eval_graph_route.json")
     args = ap.parse_args()
     emit(run(args.path, args.limit, args.clean_entities), Path(args.json))
 
