@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 from memdb import MemoryStore, _graph_extract  # noqa: E402
 from memdb.evaluation._locomo_data import load_locomo  # noqa: E402
-from memdb.evaluation._metrics import CATEGORY_NAMES, score_question  # noqa: E402
+from memdb.evaluation._metrics import score_question, summarize  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.evaluation.crossval import cross_validate, won_lost  # noqa: E402
 
@@ -64,17 +64,8 @@ def grid() -> dict[str, dict[str, Any]]:
 
 
 def _summary(results: list, idx: list[int]) -> dict[str, Any]:
-    if not idx:
-        return {"questions": 0}
-    cats: dict[str, list[float]] = {}
-    for i in idx:
-        cats.setdefault(CATEGORY_NAMES[results[i].category], []).append(results[i].recall[K])
-    return {
-        "questions": len(idx),
-        "recall@5": 100 * sum(results[i].recall[5] for i in idx) / len(idx),
-        "recall@10": 100 * sum(results[i].recall[K] for i in idx) / len(idx),
-        "per_category_recall@10": {c: 100 * sum(v) / len(v) for c, v in cats.items()},
-    }
+    """The eval's own figures (`memdb.evaluation._metrics.summarize`) over questions ``idx``."""
+    return summarize([results[i] for i in idx], [5, K]) if idx else {"questions": 0}
 
 
 def clean_entities(convs: list) -> int:
@@ -132,17 +123,19 @@ def run(path: str, limit: int | None, clean: bool = False) -> dict[str, Any]:
             out = []
             t0 = time.perf_counter()
             for (subject, query), vec, (_, q) in zip(questions, q_vectors, evidence, strict=True):
+                t1 = time.perf_counter()
                 if config is None:
                     hits = store.search(query, k=K, subject=subject, embedding=vec)
                 else:
                     hits = store.graph.search(query, k=K, subject=subject, embedding=vec, **config)
+                ms = 1000 * (time.perf_counter() - t1)
                 ranked = [dia.get(h.memory.id, {h.memory.source_id or ""}) for h in hits]
-                out.append(score_question(q.evidence, ranked, [5, K], q.category, 0.0))
+                out.append(score_question(q.evidence, ranked, [5, K], q.category, ms))
             timings[f"{name}_s"] = time.perf_counter() - t0
             results[name] = out
             print(
                 f"[locomo_graph_route] {name}: R@10 "
-                f"{_summary(out, list(range(len(out))))['recall@10']:.1f}",
+                f"{100 * summarize(out, [K])['overall_with_adversarial']['recall@10']:.1f}",
                 file=sys.stderr,
             )
     everyone = list(range(len(questions)))
