@@ -94,7 +94,8 @@ class Documents(Family):
                tags: Sequence[str] | None = None, importance: float = 0.5,
                chunk_tokens: int = 256, overlap: int = 32, parent_tokens: int = 1024,
                include: Sequence[str] = (), exclude: Sequence[str] = (),
-               root: str | None = None, prune: bool = False, dry_run: bool = False,
+               root: str | None = None, follow_outside_links: bool = False,
+               prune: bool = False, dry_run: bool = False,
                force: bool = False, max_bytes: int = MAX_FILE_BYTES, embed_batch: int = 256,
                counter: TokenCounter | None = None,
                progress: Callable[[FileResult], None] | None = None) -> IngestReport:
@@ -112,13 +113,17 @@ class Documents(Family):
 
         Unchanged documents (same bytes, same options) are skipped without writing; changed
         ones have their chunks replaced in one transaction; ``prune`` removes documents under
-        the folders given that no longer exist there. ``root`` confines every file to that
-        folder. Problems with one source (unreadable, binary, empty, over ``max_bytes``,
-        undecodable, symlink loop, outside ``root``, embedding failure) are reported in its
-        :class:`FileResult`; the rest of the run goes on. ``dry_run`` reads and chunks
-        but writes and embeds nothing. ``progress`` is called with each source's result; if
-        it also has a ``start(files)`` method, that is called first with the number of
-        sources found (a progress bar's total).
+        the folders given that no longer exist there. Symlinks: each folder given is the
+        root of what is found in it (a file named directly: its own folder), and a symlink
+        to a file or folder, at any depth or through a chain of links, that resolves outside
+        it is skipped and reported (``outside_root``); ``follow_outside_links=True`` follows
+        such links. ``root`` confines every file to that folder (whatever
+        ``follow_outside_links`` says). Problems with one source (unreadable, binary, empty,
+        over ``max_bytes``, undecodable, symlink loop, outside the root, embedding failure)
+        are reported in its :class:`FileResult`; the rest of the run goes on. ``dry_run``
+        reads and chunks but writes and embeds nothing. ``progress`` is called with each
+        source's result; if it also has a ``start(files)`` method, that is called first with
+        the number of sources found (a progress bar's total).
         """
         if isinstance(sources, (str, TextSource)) or hasattr(sources, "__fspath__"):
             sources = [sources]
@@ -138,7 +143,9 @@ class Documents(Family):
                                  parent_tokens=parent_tokens),
             max_bytes=max_bytes, embed_batch=embed_batch)
         return run_ingest(self._store, list(sources), settings, include=tuple(include),
-                          exclude=tuple(exclude), root=root, prune=prune, dry_run=dry_run,
+                          exclude=tuple(exclude), root=root,
+                          follow_outside_links=bool(follow_outside_links), prune=prune,
+                          dry_run=dry_run,
                           force=force, counter=counter, progress=progress)
 
     def list(self, *, subject: str | None = None, prefix: str | None = None,

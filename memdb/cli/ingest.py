@@ -121,7 +121,11 @@ def _print_report(report: IngestReport) -> None:
                              ".txt .rst .html .htm .pdf ...)."}),
     (["--exclude"], {"multiple": True, "metavar": "GLOB",
                      "help": "In folders, skip files and folders matching (repeatable)."}),
-    (["--root"], {"help": "Refuse files that resolve outside this folder."}),
+    (["--root"], {"help": "Refuse files that resolve outside this folder (default: each "
+                          "folder given is its own root; a file's, its folder)."}),
+    (["--follow-outside-links"], {"is_flag": True,
+                                  "help": "Follow symlinks whose target is outside the folder "
+                                          "given (default: skipped, reported outside_root)."}),
     (["--id", "text_id"], {"help": "With PATH '-': ingest stdin as a text with this document id."}),
     (["--prune"], {"is_flag": True,
                    "help": "Remove documents under the given folders whose files are gone."}),

@@ -372,9 +372,10 @@ class _Run:
 
     # -- the whole run ---------------------------------------------------------------------
     def run(self, items: Iterable[Any], *, include: Sequence[str], exclude: Sequence[str],
-            root: Any, prune: bool) -> IngestReport:
+            root: Any, follow_outside_links: bool, prune: bool) -> IngestReport:
         started = time.perf_counter()
-        sources, prefixes = discover(items, include=include, exclude=exclude, root=root)
+        sources, prefixes = discover(items, include=include, exclude=exclude, root=root,
+                                     follow_outside_links=follow_outside_links)
         if prune and not prefixes:
             raise InvalidInput("prune needs at least one folder to compare against")
         start = getattr(self.progress, "start", None)
@@ -431,10 +432,12 @@ class _Run:
 
 def run_ingest(store: MemoryStore, items: Iterable[Any], settings: IngestSettings, *,
                include: Sequence[str] = (), exclude: Sequence[str] = (), root: Any = None,
-               prune: bool = False, dry_run: bool = False, force: bool = False,
+               follow_outside_links: bool = False, prune: bool = False,
+               dry_run: bool = False, force: bool = False,
                counter: TokenCounter | None = None,
                progress: Callable[[FileResult], None] | None = None) -> IngestReport:
     """Run one ingest (see :meth:`memdb.documents.Documents.ingest`)."""
     run = _Run(store, settings, dry_run=dry_run, force=force, counter=counter,
                progress=progress)
-    return run.run(items, include=include, exclude=exclude, root=root, prune=prune)
+    return run.run(items, include=include, exclude=exclude, root=root,
+                   follow_outside_links=follow_outside_links, prune=prune)

@@ -1,8 +1,15 @@
 """Finding what to ingest: files named directly, folders walked recursively (include/exclude
 globs, hidden entries skipped, symlinked folders followed once, loops reported), raw texts
-given with a document id, and the allowed root every file must resolve inside. Only regular
-files are read: a FIFO, socket or device (or a symlink to one) is reported, never opened (a
-FIFO would block the run forever).
+given with a document id, and the root every file must resolve inside. Only regular files are
+read: a FIFO, socket or device (or a symlink to one) is reported, never opened (a FIFO would
+block the run forever).
+
+The root: ``root`` when given; else each folder given is the root of what is found in it,
+and a file named directly has its own folder as root. A symlink (to a file or a folder, at
+any depth, through any chain of links) whose target resolves outside the root is skipped and
+reported as ``outside_root``, so a link to ``~/.ssh`` or ``/etc`` inside a notes folder is
+never read. ``follow_outside_links`` drops the default root (``root``, when given, still
+holds).
 """
 
 from __future__ import annotations
@@ -74,6 +81,11 @@ def _inside(real: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
+def _outside(full: str, real: str, root_real: str) -> FileProblem:
+    what = f"{full} (a symlink to {real})" if os.path.islink(full) else full
+    return FileProblem("outside_root", f"{what} is outside the allowed root {root_real}")
+
+
 def _walk(folder: str, include: Sequence[str], exclude: Sequence[str],
           root_real: str | None) -> Iterable[Source]:
     seen: set[str] = {os.path.realpath(folder)}
@@ -90,6 +102,10 @@ def _walk(folder: str, include: Sequence[str], exclude: Sequence[str],
                 yield Source(file_uri(full), Path(full), relative=rel, problem=FileProblem(
                     "symlink_loop", f"symlink loop: {full} points back to {real}"))
                 continue
+            if root_real is not None and not _inside(real, root_real):
+                yield Source(file_uri(full), Path(full), relative=rel,
+                             problem=_outside(full, real, root_real))
+                continue  # never walked: nothing under it is read
             if real in seen:
                 continue  # a folder reached twice through symlinks is read once
             seen.add(real)
@@ -121,8 +137,7 @@ def _file_source(full: str, rel: str, root_real: str | None) -> Source:
             source.problem = FileProblem("not_found", f"no such file: {full}")
         return source
     if root_real is not None and not _inside(real, root_real):
-        source.problem = FileProblem("outside_root",
-                                     f"{full} is outside the allowed root {root_real}")
+        source.problem = _outside(full, real, root_real)
         return source
     try:
         mode = os.stat(full).st_mode  # follows symlinks: a link to a FIFO is a FIFO
@@ -135,13 +150,21 @@ def _file_source(full: str, rel: str, root_real: str | None) -> Source:
 
 
 def discover(items: Iterable[Any], *, include: Sequence[str] = (),
-             exclude: Sequence[str] = (), root: str | os.PathLike[str] | None = None
-             ) -> tuple[list[Source], list[str]]:
+             exclude: Sequence[str] = (), root: str | os.PathLike[str] | None = None,
+             follow_outside_links: bool = False) -> tuple[list[Source], list[str]]:
     """(sources in order, URI prefixes of the folders walked). Files named directly are taken
     whatever their suffix; in folders, files matching ``include`` (default: every supported
     suffix) and not ``exclude``. With ``root``, relative paths are taken relative to it and
-    every file must resolve (symlinks followed) inside it."""
+    every file must resolve (symlinks followed) inside it; without it, every file must
+    resolve inside the folder it was found in (a file named directly: its own folder) unless
+    ``follow_outside_links``."""
     root_real = os.path.realpath(root) if root is not None else None
+
+    def confine(folder: str) -> str | None:
+        if root_real is not None or follow_outside_links:
+            return root_real
+        return os.path.realpath(folder)
+
     sources: list[Source] = []
     prefixes: list[str] = []
     for item in items:
@@ -168,9 +191,10 @@ def discover(items: Iterable[Any], *, include: Sequence[str] = (),
                     "outside_root", f"{path} is outside the allowed root {root_real}")))
                 continue
             prefixes.append(file_uri(path).rstrip("/") + "/")
-            sources.extend(_walk(path, include, exclude, root_real))
+            sources.extend(_walk(path, include, exclude, confine(path)))
         else:
-            sources.append(_file_source(path, os.path.basename(path), root_real))
+            sources.append(_file_source(path, os.path.basename(path),
+                                        confine(os.path.dirname(path))))
     unique: dict[str, Source] = {}
     for source in sources:
         unique.setdefault(source.uri, source)
