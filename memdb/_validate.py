@@ -76,6 +76,8 @@ def choice(value: object, enum_type: type[E], field: str) -> E:
 def unit(value: object, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(f"{field} must be a number in [0, 1]")
+    if isinstance(value, int) and not 0 <= value <= 1:  # also an int too large for a float
+        raise InvalidInput(f"{field} must be in [0, 1]")
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise InvalidInput(f"{field} must be in [0, 1], got {value}")
     # compared and stored as real, whose parser refuses a literal that underflows float32
@@ -168,6 +170,43 @@ def ttl(value: object) -> timedelta | None:
     if value > MAX_TTL:
         raise InvalidInput(f"ttl must be at most {MAX_TTL.days // 365} years (none: no expiry)")
     return value
+
+
+# The longest span a count of days or hours may name (the same horizon as MAX_TTL): a longer one
+# would overflow Python's timedelta or PostgreSQL's interval.
+MAX_DAYS = 1000 * 365
+MAX_HOURS = MAX_DAYS * 24
+
+
+def number(value: object, field: str, minimum: float, maximum: float, *,
+           above_minimum: bool = False) -> float:
+    """A finite int or float from ``minimum`` to ``maximum`` (or, with ``above_minimum``,
+    greater than ``minimum``): NaN, the infinities and huge values (1e308) are InvalidInput,
+    never an OverflowError further down."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput(f"{field} must be a number")
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a float
+        raise InvalidInput(f"{field} must be at most {maximum:g}") from None
+    if not math.isfinite(result):
+        raise InvalidInput(f"{field} must be a finite number")
+    low = "greater than" if above_minimum else "at least"
+    if result < minimum or (above_minimum and result == minimum):
+        raise InvalidInput(f"{field} must be {low} {minimum:g}")
+    if result > maximum:
+        raise InvalidInput(f"{field} must be at most {maximum:g}")
+    return result
+
+
+def days(value: object, field: str, *, positive: bool = False) -> float:
+    """A number of days from 0 (or above 0 with ``positive``) to MAX_DAYS."""
+    return number(value, field, 0, MAX_DAYS, above_minimum=positive)
+
+
+def hours(value: object, field: str) -> float:
+    """A positive number of hours, at most MAX_HOURS."""
+    return number(value, field, 0, MAX_HOURS, above_minimum=True)
 
 
 def positive_int(value: object, field: str, maximum: int) -> int:

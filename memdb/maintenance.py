@@ -84,8 +84,7 @@ class Maintenance(Family):
                       dry_run: bool = False) -> list[UUID]:
         """Forget memories older than ``days`` used at most ``max_uses`` times and not in
         the last ``days`` (never category system); ids as for :meth:`forget_by_importance`."""
-        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
-            raise InvalidInput("days must be a non-negative number")
+        days = v.days(days, "days")
         if isinstance(max_uses, bool) or not isinstance(max_uses, int) or max_uses < 0:
             raise InvalidInput("max_uses must be a non-negative integer")
         return self._ids("forget_by_age", "forget by age", {
@@ -99,9 +98,7 @@ class Maintenance(Family):
         if isinstance(max_per_session, bool) or not isinstance(max_per_session, int) \
                 or max_per_session < 0:
             raise InvalidInput("max_per_session must be a non-negative integer")
-        if isinstance(half_life_days, bool) or not isinstance(half_life_days, (int, float)) \
-                or half_life_days <= 0:
-            raise InvalidInput("half_life_days must be a positive number")
+        half_life_days = v.days(half_life_days, "half_life_days", positive=True)
         return self._ids("forget_by_capacity", "forget by capacity", {
             "max_per_session": max_per_session, "half_life_days": float(half_life_days),
             "limit": _limit(limit), "dry_run": bool(dry_run)})
@@ -111,9 +108,7 @@ class Maintenance(Family):
                          dry_run: bool = False) -> list[HypothesisChange]:
         """Exponential confidence decay of unconfirmed hypotheses (status 'hypothesis') since
         each was last written; those falling below ``floor`` are forgotten."""
-        if isinstance(half_life_days, bool) or not isinstance(half_life_days, (int, float)) \
-                or half_life_days <= 0:
-            raise InvalidInput("half_life_days must be a positive number")
+        half_life_days = v.days(half_life_days, "half_life_days", positive=True)
         with self._store._transaction() as conn:
             self._store._begin(conn, "hypothesis decay")
             rows = conn.execute(_sql.query("decay_hypotheses"), {

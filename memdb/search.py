@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from . import _validate as v
 from .errors import InvalidInput
 
 __all__ = ["SearchOptions", "SearchResults", "ROUTES", "DEFAULT_OPTIONS"]
@@ -212,12 +213,13 @@ _RANGES = (("neighbors", 0, 10), ("neighbor_weight", 0, 1), ("prf", 0, 100),
            ("session_prior", 0, 10), ("speaker_neighbors", 0, 1))
 
 
+# No search option needs a larger magnitude (rrf_k 60, half_life_days 365...); a larger one
+# is a mistake or an attack (1e308 overflows the scoring arithmetic).
+MAX_OPTION = 1e6
+
+
 def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInput(f"{name} must be a number")
-    if value != value or value in (float("inf"), float("-inf")):
-        raise InvalidInput(f"{name} must be finite")
-    return float(value)
+    return v.number(value, name, -MAX_OPTION, MAX_OPTION)
 
 
 # The options MemoryStore.search starts from (and with it recall, graph search, ask, the CLI,

@@ -54,7 +54,10 @@ class Traces(Family):
         """Empty-result, fallback and degraded rates, p50/p95 latency and the intent
         distribution of the kept traces (since a time, or for the last timedelta)."""
         if isinstance(since, timedelta):
+            v.days(since.total_seconds() / 86_400, "since")
             since = datetime.now().astimezone() - since
+        elif since is not None and not isinstance(since, datetime):
+            raise InvalidInput("since must be a datetime or a timedelta")
         with self._store._transaction() as conn:
             return conn.execute(_sql.query("trace_stats"),
                                 {"tenant": self._store.tenant, "since": since}).fetchone()["stats"]
@@ -63,8 +66,7 @@ class Traces(Family):
         """Delete traces older than the retention period (default
         ``retention_days``, 30, or $MEMDB_TRACE_RETENTION_DAYS); returns how many."""
         days = self.retention_days if older_than_days is None else older_than_days
-        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
-            raise InvalidInput("older_than_days must be a number >= 0")
+        days = v.days(days, "older_than_days")
         with self._store._transaction() as conn:
             return int(conn.execute(_sql.query("purge_traces"), {
                 "tenant": self._store.tenant,

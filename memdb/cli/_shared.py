@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,26 @@ import click
 from ..errors import InvalidInput
 from ..models import Category, Kind, Scope, SourceType
 from ._app import options
+
+
+class FiniteFloat(click.ParamType):
+    """A float option that refuses nan, inf and numbers too large for a float (a usage
+    error, exit 2); memdb itself checks each value's range."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+FINITE = FiniteFloat()
 
 
 def values(enum_type: type) -> str:
@@ -53,7 +74,7 @@ filter_options = options(
     (["--status"], {"multiple": True, "type": click.Choice(["active", "hypothesis"]),
                     "help": "Only memories of this status (repeatable): active, or hypothesis "
                             "(a low-confidence inference)."}),
-    (["--min-importance"], {"type": float, "help": "Only importance >= this (0 to 1)."}),
+    (["--min-importance"], {"type": FINITE, "help": "Only importance >= this (0 to 1)."}),
     (["--metadata"], {"help": "Only memories whose metadata contains this JSON object."}),
     (["--created-after"], {"help": "Only memories created after this ISO 8601 time."}),
     (["--created-before"], {"help": "Only memories created before this ISO 8601 time."}),

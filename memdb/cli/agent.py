@@ -10,6 +10,7 @@ import click
 
 from ..tool import tool_schema
 from ._app import cli, emit_json, json_option, store
+from ._shared import FINITE
 
 
 @cli.command("tool-schema")
@@ -52,7 +53,7 @@ def tool_call(arguments: str, subject: str | None, source_id: str | None,
                                 "(default: a hash of the session and the text).")
 @click.option("--no-llm", is_flag=True, help="Use the heuristic extractor even if "
                                              "MEMDB_LLM_MODEL is set.")
-@click.option("--timeout", type=float, help="Seconds to wait for the LLM at most "
+@click.option("--timeout", type=FINITE, help="Seconds to wait for the LLM at most "
                                             "(default $MEMDB_LLM_TIMEOUT_REMEMBER or 60).")
 @click.option("--dry-run", is_flag=True, help="Show the decisions; write nothing.")
 @json_option

@@ -14,7 +14,7 @@ from ..errors import InvalidInput
 from ..llm import ChatLLM, llm_from_env
 from ._app import State, emit_json, json_option
 from ._groups import documents, legacy
-from ._shared import filter_args, filter_options
+from ._shared import FINITE, filter_args, filter_options
 from .evaluate import emit_report, eval_
 
 
@@ -69,7 +69,7 @@ def _print(result: AskResult) -> None:
               help="How many candidates the reranker sees.")
 @click.option("--no-llm", is_flag=True,
               help="Return the ranked, cited passages even if an LLM is configured.")
-@click.option("--timeout", type=float, metavar="SECONDS",
+@click.option("--timeout", type=FINITE, metavar="SECONDS",
               help="LLM timeout per request (default: each path's own, "
                    "$MEMDB_LLM_TIMEOUT_<PATH>; $MEMDB_LLM_TIMEOUT, else 120, is the ceiling).")
 @filter_options
@@ -111,7 +111,7 @@ legacy("ask", "documents ask", ask)
 @click.option("--limit", type=int, help="Only the first N conversations.")
 @click.option("--questions", "max_questions", type=int,
               help="Only the first N questions (a cheaper run against a paid endpoint).")
-@click.option("--timeout", type=float, metavar="SECONDS", help="LLM timeout per request.")
+@click.option("--timeout", type=FINITE, metavar="SECONDS", help="LLM timeout per request.")
 @click.option("--json", "out", type=click.Path(dir_okay=False, allow_dash=True), metavar="OUT",
               help="Write the result as JSON to OUT ('-' prints it instead of the table).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")

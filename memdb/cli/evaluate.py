@@ -12,6 +12,7 @@ import click
 
 from ..errors import InvalidInput
 from ._app import State, cli, emit_json
+from ._shared import FINITE
 
 
 def emit_report(result: dict[str, Any], out: str | None,
@@ -127,7 +128,7 @@ def _locomo_cv(state: State, path: str, out: str | None, no_context: bool, limit
 @click.option("--turns", "path", type=click.Path(exists=True, dir_okay=False),
               help="A labeled set of turns (JSON; default: the bundled Chinese and English set).")
 @click.option("--heuristic-only", is_flag=True, help="Leave the LLM out even when configured.")
-@click.option("--timeout", type=float, metavar="SECONDS",
+@click.option("--timeout", type=FINITE, metavar="SECONDS",
               help="remember's LLM timeout per turn (default: the remember path's).")
 @click.option("--json", "out", type=click.Path(dir_okay=False, allow_dash=True), metavar="OUT",
               help="Write the result as JSON to OUT ('-' prints it instead of the table).")

@@ -15,7 +15,7 @@ from ..errors import InvalidInput
 from ._app import CliError, cli, emit_json, json_option, store
 from ._format import short, table
 from ._groups import legacy, maintenance, subject
-from ._shared import pairs
+from ._shared import FINITE, pairs
 from .session import session
 
 _NUMERIC_OPTIONS = ("batch_limit", "importance_threshold", "age_days", "age_max_uses",
@@ -114,7 +114,7 @@ legacy("maintain", "maintenance run", maintain)
 
 @session.command("consolidate")
 @click.argument("session_id")
-@click.option("--threshold", type=float, default=0.6, show_default=True,
+@click.option("--threshold", type=FINITE, default=0.6, show_default=True,
               help="Move working memories with at least this importance.")
 @click.option("--subject", help="Only this subject's memories of the session.")
 @click.option("--dry-run", is_flag=True, help="Show what would move; change nothing.")
@@ -341,7 +341,7 @@ _limit = click.option("--limit", type=int, default=1000, show_default=True,
 
 
 @maintenance.command("forget-by-importance")
-@click.option("--threshold", type=float, default=0.1, show_default=True,
+@click.option("--threshold", type=FINITE, default=0.1, show_default=True,
               help="Forget current memories with importance below this (never system).")
 @_limit
 @_dry_run
@@ -353,7 +353,7 @@ def forget_by_importance(threshold: float, limit: int, dry_run: bool, as_json: b
 
 
 @maintenance.command("forget-by-age")
-@click.option("--days", type=float, default=180, show_default=True,
+@click.option("--days", type=FINITE, default=180, show_default=True,
               help="Forget memories older than this, not used in that time.")
 @click.option("--max-uses", type=int, default=0, show_default=True,
               help="... used at most this many times.")
@@ -371,7 +371,7 @@ def forget_by_age(days: float, max_uses: int, limit: int, dry_run: bool,
 @maintenance.command("forget-by-capacity")
 @click.option("--max-per-session", type=int, default=100, show_default=True,
               help="Keep at most this many working memories per session.")
-@click.option("--half-life-days", type=float, default=7, show_default=True,
+@click.option("--half-life-days", type=FINITE, default=7, show_default=True,
               help="Time decay of importance when choosing which to keep.")
 @_limit
 @_dry_run
@@ -386,9 +386,9 @@ def forget_by_capacity(max_per_session: int, half_life_days: float, limit: int,
 
 
 @maintenance.command("decay-hypotheses")
-@click.option("--half-life-days", type=float, default=7, show_default=True,
+@click.option("--half-life-days", type=FINITE, default=7, show_default=True,
               help="Confidence halves in this many days without confirmation.")
-@click.option("--floor", type=float, default=0.2, show_default=True,
+@click.option("--floor", type=FINITE, default=0.2, show_default=True,
               help="Forget hypotheses whose confidence falls below this.")
 @_limit
 @_dry_run

@@ -13,7 +13,7 @@ from ..gate import DEFAULT_POLICY
 from ..models import Category, Kind, Scope, SourceType
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_history, print_memory, provenance, short, table
-from ._shared import filter_args, filter_options, parse_metadata, values
+from ._shared import FINITE, filter_args, filter_options, parse_metadata, values
 
 
 @cli.command()
@@ -40,10 +40,10 @@ def migrate(as_json: bool) -> None:
     (["--agent"], {"help": "The agent that wrote the memory."}),
     (["--project-id"], {"help": "Project id (needed with --scope project)."}),
     (["--session-id"], {"help": "Session id (needed with --scope session)."}),
-    (["--importance"], {"type": float,
+    (["--importance"], {"type": FINITE,
                         "help": "How much the memory matters, 0 to 1 (default: scored from "
                                 "the text, 0.5 for a plain statement)."}),
-    (["--confidence"], {"type": float, "default": 1.0, "show_default": True,
+    (["--confidence"], {"type": FINITE, "default": 1.0, "show_default": True,
                         "help": "How sure the source is, 0 to 1."}),
     (["--source-type"], {"default": "user_statement", "show_default": True,
                          "help": f"Provenance, one of: {values(SourceType)}."}),
@@ -51,7 +51,7 @@ def migrate(as_json: bool) -> None:
     (["--created-by"], {"help": "Who or what recorded it."}),
     (["--tag", "tags"], {"multiple": True, "help": "A tag (repeatable)."}),
     (["--metadata"], {"help": "A JSON object stored with the memory."}),
-    (["--ttl"], {"type": float, "help": "Expire after this many seconds."}),
+    (["--ttl"], {"type": FINITE, "help": "Expire after this many seconds."}),
     (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
     (["--norm-key"], {"help": "A stable key for the fact (a later memory with it supersedes)."}),
     (["--reason"], {"help": "Why, recorded in the history."}),
@@ -164,14 +164,14 @@ def mark_used(memory_ids: tuple[str, ...], subject: str | None, as_json: bool) -
     (["--kind"], {"help": f"One of: {values(Kind)}."}),
     (["--category"], {"help": f"One of: {values(Category)}."}),
     (["--agent"], {"help": "The agent that wrote the memory."}),
-    (["--importance"], {"type": float, "help": "How much the memory matters, 0 to 1."}),
-    (["--confidence"], {"type": float, "help": "How sure the source is, 0 to 1."}),
+    (["--importance"], {"type": FINITE, "help": "How much the memory matters, 0 to 1."}),
+    (["--confidence"], {"type": FINITE, "help": "How sure the source is, 0 to 1."}),
     (["--source-type"], {"help": f"Provenance, one of: {values(SourceType)}."}),
     (["--source-id"], {"help": "Where exactly it came from."}),
     (["--norm-key"], {"help": "A stable key for the fact."}),
     (["--tag", "tags"], {"multiple": True, "help": "Replace the tags (repeatable)."}),
     (["--metadata"], {"help": "Replace the metadata with this JSON object."}),
-    (["--ttl"], {"type": float, "help": "Expire this many seconds from now."}),
+    (["--ttl"], {"type": FINITE, "help": "Expire this many seconds from now."}),
     (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
     (["--no-expiry"], {"is_flag": True, "help": "Never expire."}),
     (["--reason"], {"help": "Why, recorded in the history."}),

@@ -8,6 +8,7 @@ import click
 from ..errors import Rejected
 from ..meta import ASPECTS, LABELS
 from ._app import cli, emit_json, json_option, store
+from ._shared import FINITE
 
 
 @cli.group()
@@ -20,7 +21,7 @@ def meta() -> None:
 @click.option("--aspect", type=click.Choice(list(ASPECTS)), default="persona",
               show_default=True, help="What the text says about the agent.")
 @click.option("--agent", default="default", show_default=True, help="The agent's name.")
-@click.option("--importance", type=float, help="How much it matters, 0 to 1.")
+@click.option("--importance", type=FINITE, help="How much it matters, 0 to 1.")
 @click.option("--source-id", help="Where it came from (default: meta:ASPECT).")
 @click.option("--reason", help="Why, recorded in the history.")
 @json_option

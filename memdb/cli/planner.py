@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from .. import _validate as v
 from ..demo import summarize_hit
 from ..errors import InvalidInput
 from ..recall import DEFAULT_BACKSTOP
@@ -16,7 +17,7 @@ from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, store
 from ._format import print_hits, short, table
 from ._groups import legacy, maintenance, traces
-from ._shared import filter_args, filter_options
+from ._shared import FINITE, filter_args, filter_options
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
@@ -57,9 +58,9 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
 @click.option("-k", "--k", "k", type=int, default=10, show_default=True,
               help="How many hits to return.")
 @filter_options
-@click.option("--hotness", type=float,
+@click.option("--hotness", type=FINITE,
               help="Hotness weight, 0 to 1 (default 0: off); never applied to system.")
-@click.option("--backstop", type=float,
+@click.option("--backstop", type=FINITE,
               help=f"Weight of the all-categories route beside the scoped ones, 0-10 "
                    f"(default {DEFAULT_BACKSTOP:g}; 0 = only as the fallback and the anchor).")
 @click.option("--general", "general", flag_value=True, default=None,
@@ -161,7 +162,7 @@ def traces_show(trace_id: str, as_json: bool) -> None:
 
 
 @traces.command("purge")
-@click.option("--days", type=float, help="Keep this many days (default 30, or "
+@click.option("--days", type=FINITE, help="Keep this many days (default 30, or "
                                          "$MEMDB_TRACE_RETENTION_DAYS).")
 @json_option
 def traces_purge(days: float | None, as_json: bool) -> None:
@@ -182,7 +183,7 @@ def traces_erase(subject: str, as_json: bool) -> None:
 @click.option("--limit", type=int, default=20, show_default=True, help="How many to list.")
 @click.option("--purge", is_flag=True,
               help="Delete traces older than the retention period (--days).")
-@click.option("--days", type=float, help="Retention in days for --purge (default 30, or "
+@click.option("--days", type=FINITE, help="Retention in days for --purge (default 30, or "
                                          "$MEMDB_TRACE_RETENTION_DAYS).")
 @click.option("--erase-subject", metavar="SUBJECT",
               help="Delete every trace that searched or returned SUBJECT's memories.")
@@ -208,12 +209,13 @@ def trace(trace_id: str | None, limit: int, purge: bool, days: float | None,
 
 
 @traces.command("stats")
-@click.option("--hours", type=float, help="Only the traces of the last HOURS hours.")
+@click.option("--hours", type=FINITE, help="Only the traces of the last HOURS hours.")
 @json_option
 def stats(hours: float | None, as_json: bool) -> None:
     """Health of planned retrieval from the traces: empty-result, fallback and degraded rates,
     p50/p95 latency, intent distribution."""
-    result = store().traces.stats(timedelta(hours=hours) if hours else None)
+    since = None if hours is None else timedelta(hours=v.hours(hours, "--hours"))
+    result = store().traces.stats(since)
     if as_json:
         emit_json(result)
         return

@@ -11,7 +11,7 @@ from ..demo import summarize_hit
 from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_hits
-from ._shared import filter_args, filter_options, pairs
+from ._shared import FINITE, filter_args, filter_options, pairs
 
 
 @cli.command()
@@ -24,7 +24,7 @@ from ._shared import filter_args, filter_options, pairs
                              "help": "Run only these routes (repeatable): vector, bm25, exact."}),
     (["--weight", "weights"], {"multiple": True, "metavar": "ROUTE=W",
                                "help": "RRF weight of a route (repeatable), e.g. bm25=0.5."}),
-    (["--mmr"], {"type": float, "metavar": "LAMBDA",
+    (["--mmr"], {"type": FINITE, "metavar": "LAMBDA",
                  "help": "Diversify the hits with MMR (lambda 0 to 1; 1 = relevance only)."}),
     (["--decay"], {"multiple": True, "metavar": "KEY=VALUE",
                    "help": "Score multiplier settings (repeatable): decay_weight, "
@@ -32,7 +32,7 @@ from ._shared import filter_args, filter_options, pairs
     (["--neighbors"], {"type": int, "metavar": "N",
                        "help": "Bring each hit's session neighbours up to N turns away (0-10; "
                                "default 1; 0 = off)."}),
-    (["--neighbor-weight"], {"type": float, "metavar": "W",
+    (["--neighbor-weight"], {"type": FINITE, "metavar": "W",
                              "help": "A neighbour scores W ** distance times its hit (default "
                                      "0.4)."}),
     (["--prf"], {"type": int, "metavar": "N",
@@ -40,23 +40,23 @@ from ._shared import filter_args, filter_options, pairs
                          "pass's top N memories (0-100; off by default)."}),
     (["--prf-terms"], {"type": int, "metavar": "M",
                        "help": "How many expansion terms (default 10)."}),
-    (["--prf-weight"], {"type": float, "metavar": "ALPHA",
+    (["--prf-weight"], {"type": FINITE, "metavar": "ALPHA",
                         "help": "Weight of the original query terms (0-1, default 0.5)."}),
     (["--decompose"], {"is_flag": True, "default": None,
                        "help": "Split a question joining two facts into sub-queries and fuse "
                                "their searches (off by default)."}),
-    (["--speaker"], {"type": float, "metavar": "W",
+    (["--speaker"], {"type": FINITE, "metavar": "W",
                      "help": "Transcript lines 'Name: text' whose speaker the query names score "
                              "(1 + W) times as much (0-10; off by default)."}),
-    (["--temporal"], {"type": float, "metavar": "W",
+    (["--temporal"], {"type": FINITE, "metavar": "W",
                       "help": "For a question about time, memories that carry a time score "
                               "(1 + W) times as much, (1 + W) more when they fall in a time "
                               "the query names (0-10; default 1; 0 = off)."}),
-    (["--session-prior"], {"type": float, "metavar": "W",
+    (["--session-prior"], {"type": FINITE, "metavar": "W",
                            "help": "A memory in a session holding a share of the candidates' "
                                    "score scores (1 + W * share) times as much (0-10; off by "
                                    "default)."}),
-    (["--speaker-neighbors"], {"type": float, "metavar": "W",
+    (["--speaker-neighbors"], {"type": FINITE, "metavar": "W",
                                "help": "A transcript line 'Name: text' brings its speaker's "
                                        "previous and next line in its session, scored W times "
                                        "it (0-1; default 0.4, 0 = off)."}),

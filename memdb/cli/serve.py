@@ -8,6 +8,7 @@ import socket
 import click
 
 from ._app import State, cli, emit_json, json_option
+from ._shared import FINITE
 
 
 def _server_options(fn):  # type: ignore[no-untyped-def]
@@ -28,11 +29,11 @@ _OPTIONS = [
                  help="Allow browser calls from this origin (repeatable). Default: no CORS."),
     click.option("--max-body", default=1_048_576, show_default=True, type=int,
                  help="Largest request body in bytes (larger: 413)."),
-    click.option("--rate", default=20.0, show_default=True, type=float,
+    click.option("--rate", default=20.0, show_default=True, type=FINITE,
                  help="Requests per second allowed per key (token bucket; over it: 429)."),
     click.option("--burst", default=40, show_default=True, type=int,
                  help="Requests a key may make at once before the rate applies."),
-    click.option("--auth-failure-rate", default=1.0, show_default=True, type=float,
+    click.option("--auth-failure-rate", default=1.0, show_default=True, type=FINITE,
                  help="Failed authentications per second allowed per client address, after a "
                       "burst of 30 (then 429); 0: no limit (behind a proxy all clients share "
                       "its address)."),

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 
+from .. import _validate as v
 from .._redact import redact
 from ..errors import Forbidden, InvalidInput
 from ..ingest import TextSource
@@ -415,7 +416,7 @@ async def list_traces(request: Request, store: Store,
 async def trace_stats(store: Store,
                       since_hours: Annotated[float | None, Query(gt=0)] = None) -> Any:
     """Empty-result, fallback and degraded rates, latency and intents of the kept traces."""
-    since = None if since_hours is None else timedelta(hours=since_hours)
+    since = None if since_hours is None else timedelta(hours=v.hours(since_hours, "since_hours"))
     return jsonable(await store.traces.stats(since))
 
 
@@ -547,14 +548,27 @@ async def maintenance(body: MaintenanceIn, request: Request, key: Principal) -> 
 class _RedactLog(logging.Filter):
     """Masks key-like text (memdb.keys' ``mdb_...``, bearer tokens, DSN passwords) in the
     server's log lines: a client may put a key where it does not belong, such as a URL path,
-    which uvicorn's access log prints."""
+    which uvicorn's access log prints. The record keeps its shape: the format string and each
+    argument are masked one by one (uvicorn's access formatter unpacks ``args`` as a 5-tuple)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, ()
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redact_arg(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: _redact_arg(a) for k, a in record.args.items()}
         return True
+
+
+def _redact_arg(value: object) -> object:
+    """A log argument with key-like text masked; numbers and None stay as they are (a ``%d``
+    still formats them), anything else whose text needs masking becomes that masked text."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    clean = redact(text)
+    return value if clean == text else clean
 
 
 def _redact_logs() -> None:

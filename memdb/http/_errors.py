@@ -1,10 +1,13 @@
 """memdb's typed errors as HTTP statuses, with one stable body:
 ``{"error": {"type": "NotFound", "message": "..."}}``. Messages are redacted (no DSN password,
-no API key); an unexpected exception is logged by its type and answered 500 without its text."""
+no API key) and bounded (:func:`bounded`: a value quoted from the request is cut to
+``MAX_ECHO`` characters, control characters are escaped); an unexpected exception is logged by
+its type and answered 500 without its text."""
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import Request
@@ -24,14 +27,16 @@ from ..errors import (
     NotFound,
     NotMigrated,
     Rejected,
+    TooLarge,
 )
 
-__all__ = ["install", "error_response", "status_of"]
+__all__ = ["install", "error_response", "status_of", "bounded", "MAX_ECHO", "MAX_MESSAGE"]
 
 LOGGER = logging.getLogger("memdb.http")
 
 # most specific first
 _STATUS: tuple[tuple[type[MemdbError], int], ...] = (
+    (TooLarge, 413),
     (InvalidInput, 400),
     (NotFound, 404),
     (Forbidden, 403),
@@ -51,9 +56,41 @@ def status_of(exc: MemdbError) -> int:
     return 500
 
 
+MAX_ECHO = 40  # characters of one value quoted from the request (a quoted string, a number)
+MAX_MESSAGE = 1000  # characters of a whole message
+
+# a quoted value: opened where a word does not go on (an apostrophe in "memdb's" opens none)
+_QUOTED = re.compile(r"""(?<!\w)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?!\w)""")
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_ECHO + 1},}}")
+# C0/C1 controls, and the format characters that reorder or hide text (bidi, zero width)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def _cut(text: str, keep: int) -> str:
+    return text if len(text) <= keep else text[:keep] + "…"
+
+
+def _cut_quoted(match: re.Match[str]) -> str:
+    quoted = match.group(0)
+    if len(quoted) <= MAX_ECHO + 2:
+        return quoted
+    return quoted[:MAX_ECHO + 1] + "…" + quoted[-1]
+
+
+def bounded(message: str) -> str:
+    """The one policy for request values echoed in an error message: secrets masked
+    (:func:`memdb._redact.redact`), control and invisible format characters escaped
+    (``\\u000a``), each quoted value and each run of digits cut to ``MAX_ECHO`` characters, the
+    whole message to ``MAX_MESSAGE``."""
+    text = _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", redact(message))
+    text = _LONG_NUMBER.sub(lambda m: _cut(m.group(0), MAX_ECHO), text)
+    text = _QUOTED.sub(_cut_quoted, text)
+    return _cut(text, MAX_MESSAGE)
+
+
 def error_response(status: int, kind: str, message: str, *,
                    headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
-    body: dict[str, Any] = {"type": kind, "message": redact(message)}
+    body: dict[str, Any] = {"type": kind, "message": bounded(message)}
     body.update(extra)
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
@@ -63,7 +100,7 @@ async def _memdb_error(request: Request, exc: Exception) -> JSONResponse:
     status = status_of(exc)
     extra: dict[str, Any] = {}
     if isinstance(exc, Rejected):
-        extra["reasons"] = [redact(r) for r in exc.reasons]
+        extra["reasons"] = [bounded(r) for r in exc.reasons]
     if status >= 500:
         LOGGER.warning("%s %s: %s (%s)", request.method, request.url.path, type(exc).__name__,
                        redact(str(exc)))

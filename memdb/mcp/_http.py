@@ -6,8 +6,10 @@ may query the database) returns the key's :class:`Scope` or None. No key,
 an unknown or revoked key: 401 with ``WWW-Authenticate: Bearer``; an admin key (no tenant):
 403, since every MCP tool works inside one tenant. The scope is put on the request
 (``scope["memdb.scope"]``), where the tool handlers read it, per request: a session id
-opened with one key gives another key nothing but its own scope. The key itself is never
-logged nor echoed.
+opened with one key gives another key nothing but its own scope. A session belongs to the
+key that opened it: a request carrying its ``mcp-session-id`` with any other key (or an id
+this process did not hand out) is answered 404, as if there were no such session, and the
+session lives on. The key itself is never logged nor echoed (only its SHA-256 is kept).
 
 Without ``authenticate`` (no API keys configured) the server's configured scope serves every
 caller: bind to 127.0.0.1 (the default) or put it behind something that authenticates.
@@ -16,8 +18,11 @@ caller: bind to 127.0.0.1 (the default) or put it behind something that authenti
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import inspect
 import json
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -65,11 +70,48 @@ async def _refuse(send: Any, status: int, kind: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+MAX_SESSIONS = 10_000  # owners remembered; the oldest session beyond is ended for its key
+_SESSION_HEADER = b"mcp-session-id"
+
+
+def _header(scope: dict[str, Any], wanted: bytes) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == wanted:
+            return value.decode("latin-1")
+    return None
+
+
 class BearerAuth:
-    """ASGI middleware: the API key in ``Authorization: Bearer`` selects the caller's scope."""
+    """ASGI middleware: the API key in ``Authorization: Bearer`` selects the caller's scope,
+    and each MCP session is tied to the key that opened it (see the module docstring)."""
 
     def __init__(self, app: Any, authenticate: Authenticate) -> None:
         self.app, self.authenticate = app, authenticate
+        self.owners: OrderedDict[str, bytes] = OrderedDict()  # session id -> SHA-256 of key
+
+    async def _bound(self, scope: dict[str, Any], receive: Any, send: Any, token: str) -> None:
+        """Run the request if its session (if any) is the key's; record new sessions."""
+        digest = hashlib.sha256(token.encode()).digest()
+        session = _header(scope, _SESSION_HEADER)
+        if session is not None:
+            owner = self.owners.get(session)
+            if owner is None or not hmac.compare_digest(owner, digest):
+                await _refuse(send, 404, "NotFound", "no such MCP session for this key")
+                return
+
+        async def recording_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                opened = dict(message.get("headers", ())).get(_SESSION_HEADER)
+                if opened is not None and session is None:
+                    self.owners[opened.decode("latin-1")] = digest
+                    while len(self.owners) > MAX_SESSIONS:
+                        self.owners.popitem(last=False)
+                elif session is not None and scope.get("method") == "DELETE" \
+                        and message.get("status", 500) < 300:
+                    self.owners.pop(session, None)
+            await send(message)
+
+        await self.app(scope, receive, recording_send)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -85,7 +127,8 @@ class BearerAuth:
             await _refuse(send, 401, "Unauthorized", "missing or invalid API key (send "
                                                      "Authorization: Bearer <key>)")
             return
-        await self.app({**scope, SCOPE_KEY: found}, receive, send)
+        assert token is not None
+        await self._bound({**scope, SCOPE_KEY: found}, receive, send, token)
 
 
 def build_app(mcp: MemdbMcp, *, authenticate: Authenticate | None = None, path: str = "/mcp",

@@ -2,7 +2,8 @@
 HttpOnly, SameSite=Strict cookie scoped to /ui (never in a URL, never logged). Every page
 resolves it to its tenant and subject through the door's key checker, as the API does.
 Forms that change something carry a CSRF token derived from the key (HMAC with a secret of
-this process), checked on POST."""
+this process), checked on POST. The login form, sent before there is a key, is refused when the
+browser says it comes from another site (:func:`same_origin`)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import hashlib
 import hmac
 import secrets
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
 from ..keys import Binding
 
 __all__ = ["COOKIE", "TENANT_COOKIE", "LoginNeeded", "binding_of", "csrf_token", "check_csrf",
-           "form_of"]
+           "form_of", "same_origin"]
 
 COOKIE = "memdb_ui"
 TENANT_COOKIE = "memdb_ui_tenant"  # the tenant an admin key browses
@@ -77,3 +78,20 @@ async def form_of(request: Request) -> dict[str, str]:
     """The url-encoded form body, first value of each field."""
     body = (await request.body()).decode("utf-8", "replace")
     return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a browser's POST comes from this site's own pages: ``Sec-Fetch-Site`` (set by
+    the browser, not by the page) must say ``same-origin`` (or ``none``: typed by the user);
+    without it, an ``Origin`` header must name this host (``null`` does not). A request with
+    neither header is not a browser's cross-site form (curl, scripts) and passes."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site.lower() in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    host = request.headers.get("host", "")
+    return bool(parts.scheme in ("http", "https") and parts.netloc) \
+        and parts.netloc.lower() == host.lower()

@@ -29,6 +29,7 @@ from ._auth import (
     check_key,
     csrf_token,
     form_of,
+    same_origin,
 )
 from ._html import Markup, document, esc, tag, text
 
@@ -148,6 +149,9 @@ async def login_page(request: Request) -> Response:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
+    if not same_origin(request):  # login CSRF: another site logging the browser in as itself
+        return html_page("Forbidden", tag("p", "A login from another site is refused."),
+                         status=403)
     key = (await form_of(request)).get("key", "").strip()
     binding = await check_key(request, key)
     if binding is None:
