@@ -27,7 +27,6 @@ from ..errors import (
     NotFound,
     NotMigrated,
     Rejected,
-    TooLarge,
 )
 
 __all__ = ["install", "error_response", "status_of", "bounded", "MAX_ECHO", "MAX_MESSAGE"]
@@ -36,7 +35,6 @@ LOGGER = logging.getLogger("memdb.http")
 
 # most specific first
 _STATUS: tuple[tuple[type[MemdbError], int], ...] = (
-    (TooLarge, 413),
     (InvalidInput, 400),
     (NotFound, 404),
     (Forbidden, 403),
