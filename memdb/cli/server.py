@@ -9,9 +9,11 @@ from __future__ import annotations
 import subprocess
 
 import click
+from psycopg.conninfo import make_conninfo
 
+from .. import _validate as v
 from .. import embedded
-from ._app import CliError, cli, emit_json, json_option
+from ._app import CliError, State, cli, emit_json, json_option
 
 
 @cli.group()
@@ -77,17 +79,30 @@ def server_stop(force: bool, as_json: bool) -> None:
 @server.command("psql", context_settings={"ignore_unknown_options": True})
 @click.option("--admin", "as_admin", is_flag=True,
               help="As the superuser postgres (default: the app login memdb_user).")
+@click.option("--tenant", metavar="TENANT",
+              help="As memdb_user: the tenant the session sees and writes (memdb.tenant; "
+                   "default: memdb's --tenant, `default`). Not used with --admin.")
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
-def server_psql(as_admin: bool, psql_args: tuple[str, ...]) -> None:
+@click.pass_obj
+def server_psql(state: State, as_admin: bool, tenant: str | None,
+                psql_args: tuple[str, ...]) -> None:
     """Run the bundled psql on the embedded server's database memdb, keeping the server up
     while it runs; arguments after the options go to psql (memdb server psql -- -c 'SELECT 1').
-    As memdb_user, rows are visible once the tenant is set: SET memdb.tenant = 'default';"""
+    As memdb_user the session starts with memdb.tenant set to --tenant (default `default`),
+    so the SQL of docs/sql.md runs as pasted; SET memdb.tenant = '...' switches tenants."""
+    tenant = v.name(tenant or state.tenant, "tenant")
     handle = embedded.EmbeddedServer()
     handle.start()
     try:
-        dsn = handle.dsn() if as_admin else handle.app_dsn()
+        dsn = handle.dsn() if as_admin else make_conninfo(
+            handle.app_dsn(), options=f"-c memdb.tenant={_option_value(tenant)}")
         code = subprocess.call([str(embedded.psql_path()), dsn, *psql_args])
     finally:
         handle.stop()
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _option_value(value: str) -> str:
+    """``value`` inside libpq's ``options`` (a backslash escapes a space or a backslash)."""
+    return value.replace("\\", "\\\\").replace(" ", "\\ ")
