@@ -18,6 +18,12 @@ MAX_METADATA_BYTES = 65_536
 MAX_METADATA_DEPTH = 100  # nested dicts/lists, the top-level object included
 MAX_REASON_CHARS = 1_000  # a history row's reason: why, in a sentence, not a document
 MAX_OFFSET = 2**31 - 1  # list offsets are PostgreSQL integers
+# Names memdb uses itself, refused as a tenant, subject or agent from every door (all of them
+# validate those names through name() below): "*" is the subject of a tenant-wide retrieval
+# trace (memdb.recall) and the all-tenants key of run_maintenance's lock. A store confined to
+# subject "*" would read, and its erasure delete, every tenant-wide trace of its tenant.
+RESERVED_NAMES = frozenset({"*"})
+SCOPE_FIELDS = frozenset({"tenant", "subject", "agent"})
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -58,6 +64,9 @@ def name(value: object, field: str) -> str:
         raise InvalidInput(f"{field} must be a non-empty string")
     result = optional_text(value, field, MAX_NAME_CHARS)
     assert result is not None
+    if field in SCOPE_FIELDS and result in RESERVED_NAMES:
+        raise InvalidInput(f"{field} name {result!r} is reserved by memdb (it marks tenant-wide "
+                           f"retrieval traces); choose another {field} name")
     return result
 
 

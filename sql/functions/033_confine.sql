@@ -9,7 +9,9 @@
 -- (a member of) the owner of memdb.memories. A confined caller gets, for its own tenant
 -- (setting memdb.tenant) only, p_filter with the subject of setting memdb.subject added when
 -- that is set; NULL when memdb.tenant is unset, p_tenant is another tenant, or the filter asks
--- for another subject. Anyone else (the admin) gets p_filter unchanged ('{}' for NULL).
+-- for another subject, or memdb.subject is '*' (a name memdb reserves for tenant-wide
+-- retrieval traces: no subject may claim it). Anyone else (the admin) gets p_filter unchanged
+-- ('{}' for NULL).
 CREATE OR REPLACE FUNCTION memdb.confine(p_tenant text, p_filter jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
@@ -29,7 +31,7 @@ BEGIN
     IF coalesce(v_free, false) THEN
         RETURN coalesce(p_filter, '{}'::jsonb);
     END IF;
-    IF v_tenant IS NULL OR p_tenant IS DISTINCT FROM v_tenant THEN
+    IF v_tenant IS NULL OR p_tenant IS DISTINCT FROM v_tenant OR v_subject = '*' THEN
         RETURN NULL;
     END IF;
     IF v_subject IS NULL THEN
