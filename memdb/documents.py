@@ -97,7 +97,7 @@ class Documents(Family):
                root: str | None = None, follow_outside_links: bool = False,
                prune: bool = False, dry_run: bool = False,
                force: bool = False, max_bytes: int = MAX_FILE_BYTES, embed_batch: int = 256,
-               counter: TokenCounter | None = None,
+               max_chunks: int | None = None, counter: TokenCounter | None = None,
                progress: Callable[[FileResult], None] | None = None) -> IngestReport:
         """Ingest files, folders (recursively) and raw texts as documents.
 
@@ -121,9 +121,12 @@ class Documents(Family):
         ``follow_outside_links`` says). Problems with one source (unreadable, binary, empty,
         over ``max_bytes``, undecodable, symlink loop, outside the root, embedding failure)
         are reported in its :class:`FileResult`; the rest of the run goes on. ``dry_run``
-        reads and chunks but writes and embeds nothing. ``progress`` is called with each
-        source's result; if it also has a ``start(files)`` method, that is called first with
-        the number of sources found (a progress bar's total).
+        reads and chunks but writes and embeds nothing. ``max_chunks`` bounds the work of
+        one call: when the documents to write (new or changed) make more chunks than that,
+        the whole call is refused with :class:`~memdb.errors.TooLarge` before anything is
+        embedded or written (the HTTP and MCP doors set it per request). ``progress`` is
+        called with each source's result; if it also has a ``start(files)`` method, that is
+        called first with the number of sources found (a progress bar's total).
         """
         if isinstance(sources, (str, TextSource)) or hasattr(sources, "__fspath__"):
             sources = [sources]
@@ -135,13 +138,15 @@ class Documents(Family):
                     session_id=session_id, importance=importance, tags=tags).to_item()
         v.positive_int(max_bytes, "max_bytes", 2**40)
         v.positive_int(embed_batch, "embed_batch", 100_000)
+        if max_chunks is not None:
+            v.positive_int(max_chunks, "max_chunks", 2**31)
         settings = IngestSettings(
             subject=v.name(who, "subject"), scope=scope, project_id=project_id,
             session_id=session_id, category=_category(category), tags=v.tags(tags),
             importance=float(importance),
             options=ChunkOptions(chunk_tokens=chunk_tokens, overlap=overlap,
                                  parent_tokens=parent_tokens),
-            max_bytes=max_bytes, embed_batch=embed_batch)
+            max_bytes=max_bytes, embed_batch=embed_batch, max_chunks=max_chunks)
         return run_ingest(self._store, list(sources), settings, include=tuple(include),
                           exclude=tuple(exclude), root=root,
                           follow_outside_links=bool(follow_outside_links), prune=prune,

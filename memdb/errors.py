@@ -14,6 +14,7 @@ __all__ = [
     "MemdbError",
     "InvalidInput",
     "DimensionMismatch",
+    "TooLarge",
     "NotFound",
     "Forbidden",
     "Conflict",
@@ -40,6 +41,12 @@ class InvalidInput(MemdbError, ValueError):
 
 class DimensionMismatch(InvalidInput):
     """A vector's dimensions do not match its embedding space (SQLSTATE MD001)."""
+
+
+class TooLarge(InvalidInput):
+    """The call asks for more work than its limit allows (an ingest over ``max_chunks``, as
+    the HTTP and MCP doors set per request); it is refused before any work: nothing was
+    embedded or changed."""
 
 
 class NotFound(MemdbError, LookupError):

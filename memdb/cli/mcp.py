@@ -32,12 +32,16 @@ from ._app import State, cli
 @click.option("--no-keys", is_flag=True,
               help="--http: no API keys; every caller gets the configured tenant (only "
                    "behind something that authenticates).")
+@click.option("--max-ingest-chunks", default=64, show_default=True, type=click.IntRange(1),
+              help="Most chunks one add_document call may write (more: a TooLarge tool "
+                   "error before any embedding; bigger documents: `memdb documents ingest`).")
 @click.option("--json", "as_json", is_flag=True,
               help="--http: print where it listens as one JSON line ({\"url\": ...}) before "
                    "serving. Refused without --http: over stdio, stdout is the protocol.")
 @click.pass_obj
 def mcp_command(state: State, tenant: str | None, subject: str | None, agent: str | None,
-                http: bool, host: str, port: int, no_keys: bool, as_json: bool) -> None:
+                http: bool, host: str, port: int, no_keys: bool, as_json: bool,
+                max_ingest_chunks: int = 64) -> None:
     """Serve memdb's tools (remember, search, recall, get, update, forget, context,
     add_document, ask) and resources (memdb://profile/{subject}, mem:// URIs) over MCP.
 
@@ -52,7 +56,7 @@ def mcp_command(state: State, tenant: str | None, subject: str | None, agent: st
 
     options = {"dsn": None if state.dsn_from_env else state.dsn,
                "tenant": tenant or state.tenant, "subject": subject or state.subject,
-               "agent": agent}
+               "agent": agent, "max_ingest_chunks": max_ingest_chunks}
     if http:
         if port == 0:  # choose the free port here, so that it can be printed
             with socket.socket() as probe:

@@ -37,6 +37,10 @@ _OPTIONS = [
                  help="Failed authentications per second allowed per client address, after a "
                       "burst of 30 (then 429); 0: no limit (behind a proxy all clients share "
                       "its address)."),
+    click.option("--max-ingest-chunks", default=64, show_default=True, type=click.IntRange(1),
+                 help="Most chunks one document-ingest request may write (HTTP and MCP; "
+                      "larger: 413 before any embedding). Ingest bigger documents with "
+                      "`memdb documents ingest`."),
     click.option("--max-stores", default=32, show_default=True, type=int,
                  help="Open stores kept (one per tenant and subject; least recently used "
                       "closed)."),
@@ -54,7 +58,8 @@ _OPTIONS = [
 @click.pass_obj
 def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tuple[str, ...],
           max_body: int, rate: float, burst: int, auth_failure_rate: float, max_stores: int,
-          log_level: str, as_json: bool, with_ui: bool = False) -> None:
+          log_level: str, as_json: bool, with_ui: bool = False,
+          max_ingest_chunks: int = 64) -> None:
     """Serve the HTTP API (OpenAPI document at /openapi.json, docs at /docs). Every request
     carries an API key: `Authorization: Bearer mdb_...` (or `X-API-Key`); the key selects the
     tenant and subject, row-level security does the rest. --json prints where it listens as
@@ -64,7 +69,7 @@ def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tupl
     settings = ServerSettings(
         dsn=None if state.dsn_from_env else state.dsn, cors_origins=tuple(cors_origins),
         max_body_bytes=max_body, rate_per_second=rate, burst=burst, max_stores=max_stores,
-        auth_failures_per_second=auth_failure_rate,
+        auth_failures_per_second=auth_failure_rate, max_ingest_chunks=max_ingest_chunks,
         mcp=with_mcp, host=host, ui=with_ui)
     if port == 0:  # choose the free port here, so that it can be printed
         with socket.socket() as probe:

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, 
 
 from .. import _validate as v
 from .._redact import redact
-from ..errors import Forbidden, InvalidInput
+from ..errors import Forbidden, InvalidInput, TooLarge
 from ..ingest import TextSource
 from ..keys import Binding
 from ..search import SearchOptions
@@ -301,16 +301,26 @@ documents = APIRouter(prefix="/v1/documents", tags=["documents"], responses=ERRO
 
 
 @documents.post("", status_code=201)
-async def ingest(body: IngestIn, store: Store) -> Any:
+async def ingest(body: IngestIn, request: Request, store: Store) -> Any:
     """Ingest texts as documents (chunked, embedded, searchable). Only text: the server never
-    reads a path from a request."""
+    reads a path from a request. One request writes at most the server's
+    ``max_ingest_chunks`` chunks: more is refused with 413 before anything is embedded."""
     sources = [TextSource(id=d.id, text=d.text, title=d.title, format=d.format,
                           metadata=d.metadata) for d in body.documents]
-    report = await store.documents.ingest(sources, subject=body.subject, category=body.category,
-                                          tags=body.tags, importance=body.importance,
-                                          chunk_tokens=body.chunk_tokens, dry_run=body.dry_run,
-                                          force=body.force)
+    limit = request.app.state.door.settings.max_ingest_chunks
+    try:
+        report = await store.documents.ingest(
+            sources, subject=body.subject, category=body.category, tags=body.tags,
+            importance=body.importance, chunk_tokens=body.chunk_tokens, dry_run=body.dry_run,
+            force=body.force, max_chunks=limit)
+    except TooLarge as exc:
+        raise TooLarge(f"{exc}. {INGEST_ADVICE}") from None
     return jsonable(report)
+
+
+INGEST_ADVICE = ("Send fewer or smaller documents per request, ingest big documents with the "
+                 "CLI (memdb documents ingest), or raise the server's limit (memdb serve "
+                 "--max-ingest-chunks)")
 
 
 @documents.get("")
@@ -646,7 +656,8 @@ def _mcp(settings: ServerSettings) -> Any:
         raise MissingDependency(f"--mcp needs the MCP SDK: pip install 'memdb[mcp]' ({exc})"
                                 ) from None
     return streamable_http_app(dsn=settings.dsn, embedder=settings.embedder,
-                               pool_size=settings.pool_size, path="/mcp", host=settings.host)
+                               pool_size=settings.pool_size, path="/mcp", host=settings.host,
+                               max_ingest_chunks=settings.max_ingest_chunks)
 
 
 @contextlib.asynccontextmanager

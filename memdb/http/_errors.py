@@ -27,6 +27,7 @@ from ..errors import (
     NotFound,
     NotMigrated,
     Rejected,
+    TooLarge,
 )
 
 __all__ = ["install", "error_response", "status_of", "bounded", "MAX_ECHO", "MAX_MESSAGE"]
@@ -35,6 +36,7 @@ LOGGER = logging.getLogger("memdb.http")
 
 # most specific first
 _STATUS: tuple[tuple[type[MemdbError], int], ...] = (
+    (TooLarge, 413),
     (InvalidInput, 400),
     (NotFound, 404),
     (Forbidden, 403),

@@ -23,7 +23,10 @@ class ServerSettings:
     database with well-formed wrong ones, gets 429 too.
     ``mcp``: also serve the MCP streamable-HTTP endpoint at /mcp (memdb[mcp]; the same API
     keys); ``host``: the interface served (the MCP SDK's DNS-rebinding protection uses it).
-    ``ui``: also serve the memory browser's pages under /ui (:mod:`memdb.ui`)."""
+    ``ui``: also serve the memory browser's pages under /ui (:mod:`memdb.ui`).
+    ``max_ingest_chunks``: the most chunks one document-ingest request (``POST /v1/documents``,
+    the MCP tool ``add_document``) may write; more is refused with 413 before anything is
+    embedded (bigger documents: the CLI's ``memdb documents ingest``, or a higher limit)."""
 
     dsn: str | None = None
     admin_dsn: str | None = None
@@ -41,3 +44,4 @@ class ServerSettings:
     mcp: bool = False
     host: str = "127.0.0.1"
     ui: bool = False
+    max_ingest_chunks: int = 64

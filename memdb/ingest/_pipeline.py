@@ -12,6 +12,7 @@ each in its own savepoint, so a failing document is reported and rolled back alo
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -27,7 +28,14 @@ from psycopg.types.json import Jsonb
 
 from .. import _bridge, _sql
 from ..embeddings import embed_checked
-from ..errors import EmbeddingError, Forbidden, InvalidInput, MissingDependency, translate
+from ..errors import (
+    EmbeddingError,
+    Forbidden,
+    InvalidInput,
+    MissingDependency,
+    TooLarge,
+    translate,
+)
 from ._chunker import Chunk, ChunkOptions, chunk_text
 from ._readers import FileProblem, extract, format_for, read_regular
 from ._report import FileResult, IngestReport
@@ -42,6 +50,7 @@ __all__ = ["IngestSettings", "run_ingest"]
 MAX_FILE_BYTES = 32 * 1024 * 1024
 _RETRY_STATES = ("40001", "40P01")
 _WRITE_CHUNKS = 4096  # most chunks in one write, when few of them need embedding
+_BYTES_PER_TOKEN = 16  # more than any token of real text: max_chunks' ceiling on bytes
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class IngestSettings:
     options: ChunkOptions
     max_bytes: int = MAX_FILE_BYTES
     embed_batch: int = 256
+    max_chunks: int | None = None  # most chunks one call may write (None: no limit)
     embed_attempts: int = 3
     backoff: float = 0.5
 
@@ -381,14 +391,20 @@ class _Run:
         start = getattr(self.progress, "start", None)
         if callable(start):
             start(len(sources))
+        if self.s.max_chunks is not None:
+            self.refuse_over_bytes(sources)
         self.load_state([s.uri for s in sources])
+        prepared_all: Iterable[_Prepared | None] = map(self.prepare, sources)
+        if self.s.max_chunks is not None and not self.dry_run:
+            prepared_all = list(prepared_all)  # every document chunked before any is embedded
+            self.refuse_over_limit([p for p in prepared_all if p is not None])
         group: list[_Prepared] = []  # chunked, not yet checked against the database
         batch: list[_Prepared] = []  # checked, waiting to be embedded and written
         grouped = pending = written = 0
-        for source in sources:
-            prepared = self.prepare(source)
+        for prepared in prepared_all:
             if prepared is None:
                 continue
+            source = prepared.source
             if self.dry_run:
                 self._done(FileResult(
                     source.uri, "updated" if prepared.updating else "created",
@@ -417,6 +433,33 @@ class _Run:
             self.prune(prefixes, [s.uri for s in sources])
         self.report.total_seconds = time.perf_counter() - started
         return self.report
+
+    def refuse_over_bytes(self, sources: list[Source]) -> None:
+        """``max_chunks``, checked before any chunking: texts larger than ``max_chunks``
+        chunks of ``chunk_tokens`` tokens could hold (at 16 bytes a token) are refused."""
+        assert self.s.max_chunks is not None
+        ceiling = self.s.max_chunks * self.s.options.chunk_tokens * _BYTES_PER_TOKEN
+        total = 0
+        for source in sources:
+            if source.text is not None:
+                total += len(source.text.text.encode("utf-8", "surrogatepass"))
+            elif source.path is not None and source.problem is None:
+                with contextlib.suppress(OSError):
+                    total += os.stat(source.path).st_size
+        if total > ceiling:
+            raise TooLarge(f"these documents hold {total} bytes, more than {self.s.max_chunks} "
+                           f"chunks of {self.s.options.chunk_tokens} tokens can (the limit of "
+                           f"{self.s.max_chunks} chunks per ingest call, max_chunks); nothing "
+                           "was embedded or stored")
+
+    def refuse_over_limit(self, prepared: list[_Prepared]) -> None:
+        """``max_chunks``: refuse the whole call, before anything is embedded or written,
+        when the documents to write make more chunks than that."""
+        total = sum(len(p.items) for p in prepared)
+        if self.s.max_chunks is not None and total > self.s.max_chunks:
+            raise TooLarge(f"these documents make {total} chunks, over the limit of "
+                           f"{self.s.max_chunks} chunks per ingest call (max_chunks); nothing "
+                           "was embedded or stored")
 
     def prune(self, prefixes: list[str], keep: list[str]) -> None:
         started = time.perf_counter()

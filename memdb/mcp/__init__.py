@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover (the extra is installed in dev)
 
 from .._doors import StoreCache
 from ._http import ADMIN, BearerAuth, build_app, call_authenticate
-from ._server import PROFILE_SCHEME, MemdbMcp, Scope
+from ._server import MAX_INGEST_CHUNKS, PROFILE_SCHEME, MemdbMcp, Scope
 from ._tools import TOOLS, ToolSpec, input_schema
 
 __all__ = ["Scope", "MemdbMcp", "StoreCache", "TOOLS", "ToolSpec", "input_schema", "ADMIN",
@@ -45,13 +45,16 @@ _KEYS = "keys"  # authenticate="keys": memdb's API keys (memdb.keys), when avail
 
 def create_server(*, dsn: str | None = None, tenant: str | None = "default",
                   subject: str | None = None, agent: str | None = None, embedder: Any = None,
-                  pool_size: int = 2, require_request_scope: bool = False) -> MemdbMcp:
+                  pool_size: int = 2, require_request_scope: bool = False,
+                  max_ingest_chunks: int | None = MAX_INGEST_CHUNKS) -> MemdbMcp:
     """The MCP server over the database ``dsn`` (default ``$MEMDB_DSN``, else the embedded
     server), for the scope ``tenant``/``subject``/``agent`` (None with
-    ``require_request_scope``: every request brings its own, from its API key)."""
+    ``require_request_scope``: every request brings its own, from its API key);
+    ``max_ingest_chunks``: the most chunks one ``add_document`` call may write."""
     scope = None if tenant is None else Scope(tenant, subject, agent)
     return MemdbMcp(StoreCache(dsn, embedder=embedder, pool_size=pool_size), scope,
-                    require_request_scope=require_request_scope)
+                    require_request_scope=require_request_scope,
+                    max_ingest_chunks=max_ingest_chunks)
 
 
 async def serve_stdio(server: MemdbMcp) -> None:
@@ -109,14 +112,16 @@ def streamable_http_app(*, dsn: str | None = None, tenant: str | None = None,
                         subject: str | None = None, agent: str | None = None,
                         authenticate: Callable[[str], Any] | str | None = _KEYS,
                         embedder: Any = None, pool_size: int = 2, path: str = "/mcp",
-                        host: str = "127.0.0.1") -> Any:
+                        host: str = "127.0.0.1",
+                        max_ingest_chunks: int | None = MAX_INGEST_CHUNKS) -> Any:
     """The MCP server as a streamable-HTTP ASGI (Starlette) app, endpoint ``path``.
 
     ``authenticate``: ``"keys"`` (default: memdb's API keys; without them, the configured
     ``tenant`` serves every caller), a function key -> :class:`Scope` / :data:`ADMIN` / None
     (a coroutine function, or a plain one run in a worker thread), or None (no key check:
     the configured scope for everyone). ``host``: the host the app is served on (127.0.0.1
-    turns on the SDK's DNS-rebinding protection).
+    turns on the SDK's DNS-rebinding protection). ``max_ingest_chunks``: the most chunks one
+    ``add_document`` call may write.
     """
     if authenticate == _KEYS:
         authenticate = keys_authenticator(dsn)
@@ -126,7 +131,8 @@ def streamable_http_app(*, dsn: str | None = None, tenant: str | None = None,
         tenant = "default"
     server = create_server(dsn=dsn, tenant=tenant, subject=subject, agent=agent,
                            embedder=embedder, pool_size=pool_size,
-                           require_request_scope=authenticate is not None)
+                           require_request_scope=authenticate is not None,
+                           max_ingest_chunks=max_ingest_chunks)
     assert not isinstance(authenticate, str)
     return build_app(server, authenticate=authenticate, path=path, host=host)
 

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from .. import _validate as v
 from .._doors import StoreCache
 from .._redact import redact
-from ..errors import Forbidden, InvalidInput, MemdbError
+from ..errors import Forbidden, InvalidInput, MemdbError, TooLarge
 from ..ingest import TextSource
 from ..tool import MAX_RESULT_CHARS, TOOL_NAME
 from ..uris import is_uri
@@ -40,6 +40,7 @@ log = logging.getLogger("memdb.mcp")
 PROFILE_SCHEME = "memdb://profile/"
 SCOPE_KEY = "memdb.scope"  # where the HTTP layer puts the caller's Scope in the ASGI scope
 SERVER_NAME = "memdb"
+MAX_INGEST_CHUNKS = 64  # chunks one add_document call may write (the HTTP door's default too)
 INSTRUCTIONS = (
     "memdb is long-term memory. Before answering about the user, call recall (or search) "
     "with the question; when the user states a durable fact, preference or rule, call "
@@ -96,15 +97,19 @@ class MemdbMcp:
 
     ``scope``: the configured scope (stdio; HTTP without keys). ``require_request_scope``:
     every request must carry the scope the HTTP layer authenticated (API keys); the
-    configured one is then never used.
+    configured one is then never used. ``max_ingest_chunks``: the most chunks one
+    ``add_document`` call may write (more: a ``TooLarge`` tool error before any embedding;
+    None: no limit).
     """
 
     def __init__(self, stores: StoreCache, scope: Scope | None = None, *,
-                 require_request_scope: bool = False) -> None:
+                 require_request_scope: bool = False,
+                 max_ingest_chunks: int | None = MAX_INGEST_CHUNKS) -> None:
         if scope is None and not require_request_scope:
             raise InvalidInput("the MCP server needs a scope (a tenant) or API keys")
         self.stores, self.scope = stores, scope
         self.require_request_scope = require_request_scope
+        self.max_ingest_chunks = max_ingest_chunks
         self.server: Server[Any] = Server(
             SERVER_NAME, version=_version(), instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
@@ -137,7 +142,8 @@ class MemdbMcp:
             spec, args = check_arguments(params.name, params.arguments,
                                          confined=scope.subject is not None)
             async with self.stores.store(scope.tenant, scope.subject) as store:
-                result = await _run(spec, dict(args), store, scope, f"mcp:{ctx.request_id}")
+                result = await _run(spec, dict(args), store, scope, f"mcp:{ctx.request_id}",
+                                    max_chunks=self.max_ingest_chunks)
             return types.CallToolResult(content=[types.TextContent(type="text",
                                                                    text=_json(result))],
                                         structured_content=json.loads(_json(result)))
@@ -227,7 +233,7 @@ async def _action(store: Any, scope: Scope, subject: str, action: str, args: dic
 
 
 async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
-               call_id: str) -> dict[str, Any]:
+               call_id: str, *, max_chunks: int | None = None) -> dict[str, Any]:
     subject = _subject(scope, args) if spec.subject else scope.subject
     name = spec.name
     if name == "forget":
@@ -256,9 +262,13 @@ async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
     if name == "add_document":
         source = TextSource(args["document_id"], args["text"], title=args.get("title"),
                             format=args.get("format", "markdown"))
-        report = await store.documents.ingest(source, subject=subject,
-                                              category=args.get("category", "general"),
-                                              tags=args.get("tags"))
+        try:
+            report = await store.documents.ingest(source, subject=subject,
+                                                  category=args.get("category", "general"),
+                                                  tags=args.get("tags"), max_chunks=max_chunks)
+        except TooLarge as exc:
+            raise TooLarge(f"{exc}. Send a smaller text (split it into several documents), "
+                           "or ingest it with the CLI (memdb documents ingest)") from None
         return report.to_dict()
     if name == "ask":
         answer = await store.documents.ask(args["question"], args.get("k", 5),
