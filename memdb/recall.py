@@ -39,6 +39,7 @@ from .embeddings import check_vector, embed_checked
 from .errors import DatabaseError, DatabaseUnavailable, InvalidInput
 from .filters import Filter
 from .models import Memory, SearchHit
+from .ops.catalog import MAX_K
 from .planner import Planner, QueryPlan
 from .redact import redact_record
 from .search import DEFAULT_OPTIONS, SearchOptions, SearchResults
@@ -71,7 +72,6 @@ RECALL_OPTIONS = DEFAULT_OPTIONS
 ANCHOR = True
 DEFAULT_BACKSTOP = 3.0
 WITH_GENERAL = False
-_MAX_K = 1000
 
 
 class RecallStatus(enum.StrEnum):
@@ -172,7 +172,7 @@ class RecallMixin:
         started = time.perf_counter()
         if not isinstance(query, str):
             raise InvalidInput("query must be a string")
-        v.positive_int(k, "k", _MAX_K)
+        v.positive_int(k, "k", MAX_K)
         flt = Filter.of(filter, **conditions).to_json()
         opts = (options.over(RECALL_OPTIONS) if options else RECALL_OPTIONS).replace(
             hotness_weight=hotness)
@@ -223,7 +223,7 @@ class RecallMixin:
         embed_ms = (time.perf_counter() - t0) * 1000
 
         want_trace = self.trace_recall if trace is None else trace
-        fetch = min(_MAX_K, k + 10) if want_trace else k
+        fetch = min(MAX_K, k + 10) if want_trace else k
         params = {"tenant": self.tenant,
                   "plan": Jsonb({"query": query,
                                  "queries": [q.to_json() for q in the_plan.queries],

@@ -63,6 +63,7 @@ from .models import (
     SearchHit,
     SourceType,
 )
+from .ops.catalog import MAX_K  # declared once, with the operations
 from .recall import RecallMixin
 from .replica import DEFAULT_TIMEOUT, ReadReplica, check_consistency, check_timeout
 from .review import Review
@@ -76,7 +77,6 @@ __all__ = ["MemoryStore", "MemoryInput", "EMBEDDING_ERROR_POLICIES"]
 
 EMBEDDING_ERROR_POLICIES = ("raise", "defer")
 
-MAX_K = 1000
 _WRITE_ATTEMPTS = 5
 _RETRY_STATES = ("40P01", "40001")  # deadlock, serialization failure
 _DETAIL_KEYS = ("fused", "multiplier", "vector_rank", "vector_score", "bm25_rank", "bm25_score",

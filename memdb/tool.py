@@ -34,104 +34,93 @@ from uuid import UUID
 from . import _bridge
 from ._extract import score_importance
 from .errors import InvalidInput, MemdbError
-from .models import Category, Kind
+from .ops import catalog as _ops
 
 __all__ = ["TOOL_NAME", "TOOL_DESCRIPTION", "TOOL_PARAMETERS", "ACTIONS", "ACTION_DESCRIPTIONS",
-           "PROPERTIES", "STORE_ADVICE", "action_parameters", "tool_schema", "MemoryTool"]
+           "OPERATIONS", "PROPERTIES", "STORE_ADVICE", "action_parameters", "tool_schema",
+           "hit_result", "MemoryTool"]
 
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "memory"
-ACTIONS = ("add", "search", "update", "remove", "summary", "forget", "consolidate")
-MAX_TOOL_TEXT = 4000  # characters of content/query a model may send in one call
 MAX_ARGUMENTS_BYTES = 64_000  # the raw arguments string
 MAX_RESULT_CHARS = 400  # each memory's content in a result is cut to this
-_SOURCES = ("user_statement", "model_inference")
 
-# What each action does and takes: one source for the OpenAI tool's description (below) and
-# the MCP server's tools (memdb.mcp), which share the parameter schemas too (action_parameters).
-ACTION_DESCRIPTIONS: dict[str, str] = {
-    "add": "store a durable fact, preference, rule or event: content, optional category, kind, "
-           "importance 0-1, tags, source 'user_statement' if the user said it or "
-           "'model_inference' if you concluded it",
-    "search": "query, optional k 1-20, category",
-    "update": "id, and content/importance/category/tags to change; reason",
-    "remove": "id; reason",
-    "summary": "counts by kind and category and the most important memories; optional k",
-    "forget": "drop memories with importance below threshold 0-0.5; dry_run to preview",
-    "consolidate": "session_id: keep the session's important working memories long-term",
-}
+# Each action is a declared operation (memdb.ops.catalog): its parameters, ranges, defaults
+# and help come from there, as do the MCP tools'. The action takes the operation's parameters
+# but the subject (the host binds the tool to one).
+OPERATIONS = {"add": _ops.ADD, "search": _ops.SEARCH, "update": _ops.UPDATE,
+              "remove": _ops.DELETE, "summary": _ops.SUMMARY, "forget": _ops.FORGET_LOW,
+              "consolidate": _ops.CONSOLIDATE}
+ACTIONS = tuple(OPERATIONS)
+_ALLOWED: dict[str, tuple[str, ...]] = {
+    action: tuple(p.name for p in op.params if p.name != "subject")
+    for action, op in OPERATIONS.items()}
+
+
+def _brief(action: str) -> str:
+    """What an action takes, in a few words: its parameters and their ranges."""
+    op = OPERATIONS[action]
+    parts = []
+    for param in op.select(_ALLOWED[action]):
+        text = param.name if param.required else f"optional {param.name}"
+        if param.minimum is not None and param.maximum is not None:
+            text += f" {param.minimum:g}-{param.maximum:g}"
+        parts.append(text)
+    return f"{op.summary.split(':')[0].split('(')[0].strip().rstrip('.')}: {', '.join(parts)}"
+
+
+# What each action does and takes (the OpenAI tool's description and the MCP tools').
+ACTION_DESCRIPTIONS: dict[str, str] = {action: _brief(action) for action in ACTIONS}
 STORE_ADVICE = "Store only what will matter in future conversations; never store secrets."
 
 TOOL_DESCRIPTION = (
     "Long-term memory about the user and the work. Actions: "
     + "; ".join(f"{a} ({ACTION_DESCRIPTIONS[a]})" for a in ACTIONS) + ". " + STORE_ADVICE)
 
+
+def _flat_properties() -> dict[str, Any]:
+    """One property per parameter name over all actions (the flat object every function-calling
+    API takes): the widest range of the actions that share it, and a description naming the
+    actions and what each means by it (each action then checks its own range)."""
+    out: dict[str, Any] = {"action": {"type": "string", "enum": list(ACTIONS),
+                                      "description": "What to do."}}
+    users: dict[str, list[tuple[str, Any]]] = {}
+    for action in ACTIONS:
+        for param in OPERATIONS[action].select(_ALLOWED[action]):
+            users.setdefault(param.name, []).append((action, param))
+    for name, uses in users.items():
+        schema = uses[0][1].schema()
+        lows = [p.minimum for _, p in uses if p.minimum is not None]
+        highs = [p.maximum for _, p in uses if p.maximum is not None]
+        if lows:
+            schema["minimum"] = min(lows)
+        if highs:
+            schema["maximum"] = max(highs)
+        texts: dict[str, list[str]] = {}
+        for action, param in uses:
+            texts.setdefault(param.describe(), []).append(action)
+        schema["description"] = " ".join(f"{'/'.join(acts)}: {text}"
+                                         for text, acts in texts.items())
+        out[name] = schema
+    return out
+
+
 TOOL_PARAMETERS: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": list(ACTIONS), "description": "What to do."},
-        "content": {"type": "string", "maxLength": MAX_TOOL_TEXT,
-                    "description": "add/update: the memory, one self-contained statement."},
-        "query": {"type": "string", "maxLength": MAX_TOOL_TEXT,
-                  "description": "search: what to look for."},
-        "id": {"type": "string", "format": "uuid",
-               "description": "update/remove: the memory id from a search or summary result."},
-        "category": {"type": "string", "enum": [c.value for c in Category],
-                     "description": "add/update: the memory's category; search: only this one."},
-        "kind": {"type": "string", "enum": [k.value for k in Kind if k != Kind.WORKING]
-                 + ["working"], "description": "add: semantic (facts, preferences; default), "
-                 "episodic (events), procedural (rules), working (this session only)."},
-        "importance": {"type": "number", "minimum": 0, "maximum": 1,
-                       "description": "add/update: how much it matters, 0-1 (add without "
-                                      "it: scored from the text)."},
-        "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 10,
-                 "description": "add/update: short labels."},
-        "source": {"type": "string", "enum": list(_SOURCES),
-                   "description": "add/update: who asserted it (default user_statement)."},
-        "k": {"type": "integer", "minimum": 1, "maximum": 20,
-              "description": "search/summary: how many memories to return (default 5)."},
-        "threshold": {"type": "number", "minimum": 0, "maximum": 0.5,
-                      "description": "forget: importance below this is forgotten (default 0.1);"
-                                     " consolidate: importance at least this is kept (0.6)."},
-        "session_id": {"type": "string", "maxLength": 256,
-                       "description": "consolidate: the session; add with kind working: its "
-                                      "session."},
-        "dry_run": {"type": "boolean", "description": "forget/consolidate: only preview."},
-        "reason": {"type": "string", "maxLength": 500,
-                   "description": "Why (recorded in the memory's history)."},
-    },
+    "properties": _flat_properties(),
     "required": ["action"],
     "additionalProperties": False,
 }
-
-# Which arguments each action accepts (besides "action").
-_ALLOWED: dict[str, frozenset[str]] = {
-    "add": frozenset({"content", "category", "kind", "importance", "tags", "source",
-                      "session_id", "reason"}),
-    "search": frozenset({"query", "k", "category"}),
-    "update": frozenset({"id", "content", "category", "importance", "tags", "source",
-                         "reason"}),
-    "remove": frozenset({"id", "reason"}),
-    "summary": frozenset({"k"}),
-    "forget": frozenset({"threshold", "dry_run"}),
-    "consolidate": frozenset({"session_id", "threshold", "dry_run"}),
-}
-_REQUIRED = {"add": ("content",), "search": ("query",), "update": ("id",), "remove": ("id",),
-             "consolidate": ("session_id",)}
 PROPERTIES: dict[str, Any] = TOOL_PARAMETERS["properties"]
 
 
 def action_parameters(action: str) -> dict[str, Any]:
-    """The JSON Schema of one action's arguments (a fresh copy): the same property schemas
-    as :data:`TOOL_PARAMETERS`, only those the action takes, its required ones required (the
-    MCP server's tools are built from these)."""
+    """The JSON Schema of one action's arguments (a fresh copy), from its declared operation:
+    only the parameters the action takes, with their own ranges and help."""
     if action not in ACTIONS:
         raise InvalidInput(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
-    props = {k: json.loads(json.dumps(PROPERTIES[k])) for k in PROPERTIES
-             if k in _ALLOWED[action]}
-    return {"type": "object", "properties": props, "required": list(_REQUIRED.get(action, ())),
-            "additionalProperties": False}
+    return OPERATIONS[action].schema(_ALLOWED[action])
 
 
 def tool_schema(format: str = "openai", *, name: str = TOOL_NAME) -> dict[str, Any]:
@@ -171,66 +160,16 @@ def _call_parts(tool_call: Any) -> tuple[str | None, str | None, Any]:
             getattr(function, "arguments", getattr(function, "input", None)))
 
 
-def _text(args: dict[str, Any], key: str, limit: int = MAX_TOOL_TEXT) -> str:
-    value = args[key]
-    if not isinstance(value, str):
-        raise ToolError(f"{key} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise ToolError(f"{key} is empty")
-    if len(value) > limit:
-        raise ToolError(f"{key} is {len(value)} characters; the tool accepts at most {limit}")
-    if "\x00" in value:
-        raise ToolError(f"{key} contains a NUL character")
-    return value
-
-
-def _number(args: dict[str, Any], key: str, low: float, high: float) -> float:
-    value = args[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ToolError(f"{key} must be a number, got {type(value).__name__}")
-    if not low <= value <= high:
-        raise ToolError(f"{key} must be between {low:g} and {high:g}, got {value!r}")
-    return float(value)
-
-
-def _integer(args: dict[str, Any], key: str, low: int, high: int) -> int:
-    value = args[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolError(f"{key} must be an integer, got {type(value).__name__}")
-    if not low <= value <= high:
-        raise ToolError(f"{key} must be between {low} and {high}, got {value}")
-    return value
-
-
-def _enum(args: dict[str, Any], key: str, allowed: list[str] | tuple[str, ...]) -> str:
-    value = args[key]
-    if not isinstance(value, str) or value not in allowed:
-        shown = value if isinstance(value, str) else type(value).__name__
-        raise ToolError(f"{key} must be one of {', '.join(allowed)}; got {shown[:60]!r}")
-    return value
-
-
-def _memory_id(args: dict[str, Any]) -> UUID:
-    value = args["id"]
-    if not isinstance(value, str) or len(value) > 64:
-        raise ToolError("id must be a memory id (a UUID string)")
-    try:
-        return UUID(value)
-    except ValueError:
-        raise ToolError(f"id is not a memory id (UUID): {value[:64]!r}") from None
-
-
-def _tags(args: dict[str, Any]) -> list[str]:
-    value = args["tags"]
-    if not isinstance(value, list) or len(value) > 10 or not all(
-            isinstance(t, str) and t.strip() and len(t) <= 64 for t in value):
-        raise ToolError("tags must be a list of at most 10 non-empty strings of up to 64 "
-                        "characters")
-    return value
-
-
 def _short(text: str) -> str:
     return text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS - 1] + "…"
+
+
+def hit_result(hit: Any) -> dict[str, Any]:
+    """One search hit as the tool (and the MCP search tool) returns it: compact, the content
+    cut to MAX_RESULT_CHARS."""
+    return {"id": str(hit.memory.id), "content": _short(hit.memory.content),
+            "category": hit.memory.category.value, "kind": hit.memory.kind.value,
+            "importance": round(hit.memory.importance, 2), "score": round(hit.score, 4)}
 
 
 class MemoryTool:
@@ -294,12 +233,8 @@ class MemoryTool:
                                 f"{', '.join(self.allow)}")
             if action not in self.allow:
                 raise ToolError(f"action {action!r} is not allowed for this agent")
-            extra = set(args) - _ALLOWED[action] - {"action"}
-            if extra:
-                raise ToolError(f"{action} does not take {', '.join(sorted(extra))}")
-            for key in _REQUIRED.get(action, ()):
-                if args.get(key) is None:
-                    raise ToolError(f"{action} needs {key}")
+            rest = {k: v for k, v in args.items() if k != "action"}
+            args = OPERATIONS[action].check(rest, _ALLOWED[action])
             provenance = source_id or self.source_id
             result = getattr(self, f"_{action}")(args, provenance, call_id)
             return {"ok": True, "action": action, **result}
@@ -327,33 +262,28 @@ class MemoryTool:
             raise ToolError("the arguments must be a JSON object")
         return raw
 
-    # -- actions: each returns the result's fields ----------------------------------------
-    def _fields(self, args: dict[str, Any]) -> dict[str, Any]:
-        fields: dict[str, Any] = {}
-        if "content" in args:
-            fields["content"] = _text(args, "content")
-        if "category" in args:
-            fields["category"] = _enum(args, "category", [c.value for c in Category])
-        if "importance" in args:
-            fields["importance"] = _number(args, "importance", 0, 1)
-        if "tags" in args:
-            fields["tags"] = _tags(args)
-        return fields
+    # -- actions: each takes its checked arguments (defaults filled in) ---------------------
+    @staticmethod
+    def _fields(args: dict[str, Any]) -> dict[str, Any]:
+        return {key: args[key] for key in ("content", "category", "importance", "tags")
+                if key in args}
 
     def _source(self, args: dict[str, Any], provenance: str | None,
                 call_id: str | None) -> dict[str, Any]:
-        source = _enum(args, "source", _SOURCES) if "source" in args else "user_statement"
-        return {"source_type": source,
+        return {"source_type": args.get("source") or "user_statement",
                 "source_id": (provenance or (f"tool-call:{call_id}" if call_id else None))}
 
-    def _reason(self, args: dict[str, Any], action: str) -> str:
-        text = _text(args, "reason", 500) if "reason" in args else None
+    @staticmethod
+    def _reason(args: dict[str, Any], action: str) -> str:
+        text = args.get("reason")
         return f"memory tool {action}" + (f": {text}" if text else "")
 
     def _add(self, args: dict[str, Any], provenance: str | None,
              call_id: str | None) -> dict[str, Any]:
         fields = self._fields(args)
-        kind = _enum(args, "kind", [k.value for k in Kind]) if "kind" in args else "semantic"
+        kind = args["kind"]
+        if not fields["content"].strip():
+            raise ToolError("content is empty")
         if "importance" not in fields:  # scored like remember() when the model gives none
             fields["importance"] = score_importance(fields["content"],
                                                     rule=kind == "procedural")
@@ -363,7 +293,7 @@ class MemoryTool:
         if kind == "working":
             if "session_id" not in args:
                 raise ToolError("add with kind working needs session_id")
-            item.update(scope="session", session_id=_text(args, "session_id", 256))
+            item.update(scope="session", session_id=args["session_id"])
         elif "session_id" in args:
             raise ToolError("session_id is only for kind working")
         result = self.store.add_many([item], reason=self._reason(args, "add"))[0]
@@ -380,16 +310,11 @@ class MemoryTool:
 
     def _search(self, args: dict[str, Any], provenance: str | None,
                 call_id: str | None) -> dict[str, Any]:
-        query = _text(args, "query")
-        k = _integer(args, "k", 1, 20) if "k" in args else 5
         flt: dict[str, Any] = {"subject": self.subject}
         if "category" in args:
-            flt["category"] = _enum(args, "category", [c.value for c in Category])
-        hits = self.store.search(query, k, **flt)
-        return {"results": [{"id": str(h.memory.id), "content": _short(h.memory.content),
-                             "category": h.memory.category.value, "kind": h.memory.kind.value,
-                             "importance": round(h.memory.importance, 2),
-                             "score": round(h.score, 4)} for h in hits]}
+            flt["category"] = args["category"]
+        hits = self.store.search(args["query"], args["k"], **flt)
+        return {"results": [hit_result(h) for h in hits]}
 
     def _owned(self, memory_id: UUID) -> None:
         """NotFound unless the memory is current and this tool's subject's."""
@@ -402,8 +327,10 @@ class MemoryTool:
 
     def _update(self, args: dict[str, Any], provenance: str | None,
                 call_id: str | None) -> dict[str, Any]:
-        memory_id = _memory_id(args)
+        memory_id = UUID(args["id"])
         changes = self._fields(args)
+        if "content" in changes and not changes["content"].strip():
+            raise ToolError("content is empty")
         if "content" in changes or "source" in args:
             changes.update(self._source(args, provenance, call_id))
         if not changes:
@@ -414,7 +341,7 @@ class MemoryTool:
 
     def _remove(self, args: dict[str, Any], provenance: str | None,
                 call_id: str | None) -> dict[str, Any]:
-        memory_id = _memory_id(args)
+        memory_id = UUID(args["id"])
         reason = self._reason(args, "remove")
         self._owned(memory_id)
         self.store.delete(memory_id, reason=reason)
@@ -422,13 +349,12 @@ class MemoryTool:
 
     def _summary(self, args: dict[str, Any], provenance: str | None,
                  call_id: str | None) -> dict[str, Any]:
-        k = _integer(args, "k", 1, 20) if "k" in args else 5
-        return self.store.subjects.summary(subject=self.subject, k=k, max_chars=MAX_RESULT_CHARS)
+        return self.store.subjects.summary(subject=self.subject, k=args["k"],
+                                           max_chars=MAX_RESULT_CHARS)
 
     def _forget(self, args: dict[str, Any], provenance: str | None,
                 call_id: str | None) -> dict[str, Any]:
-        threshold = _number(args, "threshold", 0, 0.5) if "threshold" in args else 0.1
-        dry_run = self._flag(args)
+        threshold, dry_run = args["threshold"], args["dry_run"]
         # the SQL selection (never category system) is tenant-wide: keep this subject's
         candidates = set(self.store.maintenance.forget_by_importance(
             threshold, limit=100_000, dry_run=True))
@@ -443,16 +369,7 @@ class MemoryTool:
 
     def _consolidate(self, args: dict[str, Any], provenance: str | None,
                      call_id: str | None) -> dict[str, Any]:
-        session = _text(args, "session_id", 256)
-        threshold = _number(args, "threshold", 0, 1) if "threshold" in args else 0.6
-        moved = self.store.sessions.consolidate(session, threshold=threshold,
-                                                subject=self.subject, dry_run=self._flag(args))
-        return {"consolidated": len(moved), "dry_run": self._flag(args),
+        moved = self.store.sessions.consolidate(args["session_id"], threshold=args["threshold"],
+                                                subject=self.subject, dry_run=args["dry_run"])
+        return {"consolidated": len(moved), "dry_run": args["dry_run"],
                 "ids": [str(getattr(c, "id", "")) for c in moved[:20]]}
-
-    @staticmethod
-    def _flag(args: dict[str, Any]) -> bool:
-        value = args.get("dry_run", False)
-        if not isinstance(value, bool):
-            raise ToolError("dry_run must be true or false")
-        return value

@@ -26,7 +26,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memdb.mcp import TOOLS, Scope, input_schema, streamable_http_app
-from memdb.tool import ACTION_DESCRIPTIONS, PROPERTIES
+from memdb.tool import OPERATIONS as tool_operations
+from memdb.tool import PROPERTIES
 
 SCRIPT = str(Path(sys.executable).with_name("memdb"))
 
@@ -73,14 +74,22 @@ def run(scenario: Any, *args: Any) -> Any:
 
 
 # -- the shared schema source -------------------------------------------------------------
-def test_tools_share_the_memory_tools_descriptions_and_schemas() -> None:
+def test_tools_are_generated_from_the_declared_operations() -> None:
+    """Each tool's description and schema are its operation's (memdb.ops.catalog); the memory
+    tool's actions are the same operations, so both doors take the same parameters with the
+    same ranges and help."""
     by_action = {t.action: t for t in TOOLS if t.action}
     assert set(by_action) == {"add", "search", "update", "remove"}
-    for spec in by_action.values():
-        assert ACTION_DESCRIPTIONS[spec.action] in spec.description
+    for spec in TOOLS:
+        assert spec.description == spec.operation.summary
+        assert spec.operation.door("mcp") == spec.name
+        assert input_schema(spec, confined=True) == spec.operation.schema(spec.params)
+    for action, spec in by_action.items():
+        declared = tool_operations[action]
         for name, schema in spec.schema["properties"].items():
-            if name in PROPERTIES:
-                assert schema == PROPERTIES[name], (spec.name, name)
+            if declared.has(name):
+                assert schema == declared.param(name).schema(), (spec.name, name)
+                assert schema["description"] in PROPERTIES[name]["description"]
     assert set(by_action["add"].schema["properties"]) >= {"content", "category", "kind",
                                                           "importance", "tags", "source"}
     # every tool takes only what it lists; no tool anywhere takes a tenant
@@ -163,11 +172,11 @@ def test_stdio_bad_calls_are_tool_errors_and_the_server_keeps_serving(module_db:
         async with stdio_session(module_db, "--tenant", tenant, "--subject", "carol") as s:
             bad = [
                 ("search", {"query": "tea", "k": "five"}, "k"),
-                ("search", {"query": "tea", "k": 500}, "500"),
+                ("search", {"query": "tea", "k": 5000}, "5000"),
                 ("remember", {}, "content"),
                 ("remember", {"content": "x", "tenant": "other"}, "tenant"),
                 ("remember", {"content": "x", "subject": "mallory"}, "subject"),
-                ("update", {"id": "not-a-uuid", "content": "y"}, "uuid"),
+                ("update", {"id": "not-a-uuid", "content": "y"}, "UUID"),
                 ("forget", {"erase_subject": True, "confirm": "someone-else"}, "confirm"),
                 ("recall", {"query": "q", "uri_prefix": "http://x"}, "mem://"),
                 ("no_such_tool", {}, "unknown tool"),
@@ -518,6 +527,37 @@ def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_memdb_mcp_http_says_where_it_listens_on_stderr(module_db: str) -> None:
+    """Without --json, `memdb mcp --http` prints one line on stderr when it starts (like
+    `memdb serve`): the address it listens on, which answers."""
+    import subprocess
+
+    env = {**os.environ, "MEMDB_DSN": module_db, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([SCRIPT, "mcp", "--http", "--port", "0", "--tenant", "t"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert line.startswith("memdb mcp: http://127.0.0.1:"), line + proc.stderr.read()
+        assert "(streamable HTTP; API keys" in line
+        url = line.split()[2]
+        assert url.endswith("/mcp")
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "memdb mcp --http did not listen"
+            time.sleep(0.1)
+        answer = httpx2.post(url, json={}, timeout=30)  # no key: refused, but it answers
+        assert answer.status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert proc.stdout.read() == ""  # stdout stays free
 
 
 def test_memdb_mcp_json_without_http_is_a_usage_error() -> None:

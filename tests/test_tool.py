@@ -12,7 +12,8 @@ import uuid
 
 import pytest
 
-from memdb.tool import ACTIONS, MAX_TOOL_TEXT, TOOL_NAME, tool_schema
+from memdb.ops.catalog import MAX_CONTENT_CHARS
+from memdb.tool import ACTIONS, TOOL_NAME, tool_schema
 from tests.canned_openai import CannedOpenAI, Reply, ToolCalls
 from tests.cli_helpers import run
 
@@ -152,7 +153,7 @@ HOSTILE = [
     ("no action", {"content": "The user likes tea a lot"}),
     ("content int", {"action": "add", "content": 42}),
     ("content empty", {"action": "add", "content": "   "}),
-    ("content huge", {"action": "add", "content": "长" * (MAX_TOOL_TEXT + 1)}),
+    ("content huge", {"action": "add", "content": "长" * (MAX_CONTENT_CHARS + 1)}),
     ("content NUL", {"action": "add", "content": "The user likes\x00 tea"}),
     ("missing content", {"action": "add"}),
     ("other subject", {"action": "add", "content": "Mallory owns this account",

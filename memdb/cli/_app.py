@@ -1,7 +1,8 @@
 """The ``memdb`` command group, its global options and error handling.
 
 A memdb error prints ``error: <message>`` on stderr and exits with status 1 (click's usage
-errors exit with 2).
+errors exit with 2); with ``--json`` it also prints ``{"error": {"type", "message"}}`` on
+stdout, the body the HTTP and MCP doors give.
 """
 
 from __future__ import annotations
@@ -32,11 +33,19 @@ class CliError(click.ClickException):
 
 
 class Group(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["memdb.json"] = "--json" in args
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
+        wants_json = ctx.meta.get("memdb.json", False)
         try:
             return super().invoke(ctx)
         except MemdbError as exc:  # messages are redacted where made; redact() is the net
-            raise CliError(redact(str(exc) or type(exc).__name__)) from exc
+            message = redact(str(exc) or type(exc).__name__)
+            if wants_json and not ctx.meta.get("memdb.emitted"):  # as the other doors give it
+                emit_json({"error": {"type": type(exc).__name__, "message": message}})
+            raise CliError(message) from exc
         except psycopg.Error as exc:  # the store translates these; this is the safety net
             raise CliError(redact(translate(exc))) from exc
 
@@ -90,6 +99,9 @@ def store() -> MemoryStore:
 
 
 def emit_json(data: Any) -> None:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta["memdb.emitted"] = True  # an error after it adds no second document
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 

@@ -128,6 +128,15 @@ def _ref(ref: str) -> str:
     return ref
 
 
+def _with_subject(flt: dict[str, Any] | None, subject: str | None) -> dict[str, Any] | None:
+    """The filter with the ``subject`` field folded in (both naming different subjects: 400)."""
+    if subject is None:
+        return flt
+    if flt and flt.get("subject") not in (None, subject):
+        raise InvalidInput("subject and filter.subject name different subjects")
+    return {**(flt or {}), "subject": subject}
+
+
 def _hits(results: Any, explain: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"hits": [jsonable(h) for h in results]}
     if explain and getattr(results, "explain", None) is not None:
@@ -207,7 +216,8 @@ retrieval = APIRouter(prefix="/v1", tags=["retrieval"], responses=ERROR_RESPONSE
 @retrieval.post("/search", response_model=SearchOut)
 async def search(body: SearchIn, request: Request, store: Store) -> Any:
     """Hybrid search (vector, BM25, exact; RRF); ``explain`` adds the SQL and timings."""
-    results = await store.search(body.query, _k(request, body.k), body.filter,
+    results = await store.search(body.query, _k(request, body.k),
+                                 _with_subject(body.filter, body.subject),
                                  options=SearchOptions.of(body.options), routes=body.routes,
                                  weights=body.weights, mmr=body.mmr, explain=body.explain)
     return _hits(results, body.explain)
@@ -216,7 +226,8 @@ async def search(body: SearchIn, request: Request, store: Store) -> Any:
 @retrieval.post("/recall")
 async def recall(body: RecallIn, request: Request, store: Store) -> Any:
     """Planned recall (categories and routes chosen from the query), with its status."""
-    results = await store.recall(body.query, _k(request, body.k), body.filter, plan=body.plan,
+    results = await store.recall(body.query, _k(request, body.k),
+                                 _with_subject(body.filter, body.subject), plan=body.plan,
                                  with_general=body.with_general)
     out = jsonable(results)
     if not body.explain:

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..ops import Param
+from ..ops import catalog as ops
+
 __all__ = [
     "MemoryIn", "AddMany", "MemoryPatch", "SearchIn", "RecallIn", "RememberIn", "ContextIn",
     "MessageIn", "StateIn", "TextDocument", "IngestIn", "RemoveDocuments", "DocumentSearchIn",
@@ -15,6 +18,13 @@ __all__ = [
 ]
 
 Name = Field(default=None, max_length=256)
+
+
+def declared(param: Param) -> Any:
+    """The pydantic field of a declared parameter (memdb.ops): its default, range, length and
+    help, so the OpenAPI document says what the other doors say."""
+    return Field(default=... if param.required else param.default, ge=param.minimum,
+                 le=param.maximum, max_length=param.max_length, description=param.describe())
 
 
 class _Body(BaseModel):
@@ -80,8 +90,9 @@ class MemoryPatch(_Body):
 
 
 class SearchIn(_Body):
-    query: str = Field(max_length=65_536)
-    k: int = Field(default=10, ge=1)
+    query: str = declared(ops.SEARCH.param("query"))
+    k: int = declared(ops.SEARCH.param("k"))
+    subject: str | None = declared(ops.SEARCH.param("subject"))
     filter: dict[str, Any] | None = None
     routes: list[str] | None = None
     weights: dict[str, float] | None = None
@@ -94,8 +105,9 @@ class SearchIn(_Body):
 
 
 class RecallIn(_Body):
-    query: str = Field(max_length=65_536)
-    k: int = Field(default=10, ge=1)
+    query: str = declared(ops.RECALL.param("query"))
+    k: int = declared(ops.RECALL.param("k"))
+    subject: str | None = declared(ops.RECALL.param("subject"))
     filter: dict[str, Any] | None = None
     plan: dict[str, Any] | str | None = None
     with_general: bool | None = None

@@ -29,7 +29,7 @@ from .._doors import StoreCache
 from .._redact import redact
 from ..errors import Forbidden, InvalidInput, MemdbError, TooLarge
 from ..ingest import TextSource
-from ..tool import MAX_RESULT_CHARS, TOOL_NAME
+from ..tool import TOOL_NAME, hit_result
 from ..uris import is_uri
 from ._tools import TOOLS, ToolSpec, check_arguments, input_schema
 
@@ -69,10 +69,6 @@ class ToolFailure(MemdbError):
     def __init__(self, error: dict[str, Any]) -> None:
         super().__init__(str(error.get("message", "")))
         self.error = error
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS - 1] + "…"
 
 
 def _json(value: Any) -> str:
@@ -214,8 +210,23 @@ def _version() -> str:
 
 
 # -- the tools' bodies ------------------------------------------------------------------
-def _subject(scope: Scope, args: dict[str, Any]) -> str:
-    return scope.subject or args.pop("subject", None) or "default"
+async def _subject_of(spec: ToolSpec, scope: Scope, args: dict[str, Any],
+                      store: Any) -> str | None:
+    """Whose memories the call reads or writes, by its operation's declared scope: the
+    server's subject when it is confined to one; else the subject argument; else the whole
+    tenant (None) for a read ("tenant"), "default" for a write ("subject"), and the memory's
+    own subject for update and forget ("memory")."""
+    requested = args.pop("subject", None)
+    if scope.subject is not None:
+        return scope.subject
+    if requested is not None:
+        return requested
+    kind = spec.operation.scope
+    if kind == "subject":
+        return "default"
+    if kind == "memory" and spec.action is not None and args.get("id"):
+        return (await store.get(args["id"])).subject
+    return None
 
 
 async def _action(store: Any, scope: Scope, subject: str, action: str, args: dict[str, Any],
@@ -234,34 +245,36 @@ async def _action(store: Any, scope: Scope, subject: str, action: str, args: dic
 
 async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
                call_id: str, *, max_chunks: int | None = None) -> dict[str, Any]:
-    subject = _subject(scope, args) if spec.subject else scope.subject
+    subject = await _subject_of(spec, scope, args, store)
     name = spec.name
     if name == "forget":
-        return await _forget(store, scope, subject or "default", args, call_id)
+        return await _forget(store, scope, subject, args, call_id)
+    if name == "search":
+        flt = {"subject": subject} if subject is not None else {}
+        if "category" in args:
+            flt["category"] = args["category"]
+        hits = await store.search(args["query"], args["k"], **flt)
+        return {"results": [hit_result(h) for h in hits]}
     if spec.action is not None:
         return await _action(store, scope, subject or "default", spec.action, args, call_id)
     if name == "get":
         return {"memory": (await store.get(args["memory"])).to_dict()}
     if name == "recall":
-        flt: dict[str, Any] = {"subject": subject}
+        flt = {} if subject is None else {"subject": subject}
         for arg, field in (("categories", "category"), ("kinds", "kind"),
                            ("tags_all", "tags"), ("uri_prefix", "uri_prefix")):
             if args.get(arg):
                 flt[field] = args[arg]
-        found = await store.recall(args["query"], args.get("k", 5), flt)
+        found = await store.recall(args["query"], args["k"], flt)
         return {"status": found.status.value, "results": [
-            {"id": str(h.memory.id), "uri": h.memory.uri, "content": _short(h.memory.content),
-             "category": h.memory.category.value, "kind": h.memory.kind.value,
-             "importance": round(h.memory.importance, 2), "score": round(h.score, 4)}
-            for h in found]}
+            {**hit_result(h), "uri": h.memory.uri} for h in found]}
     if name == "context":
         built = await store.context(args["query"], args.get("session"),
-                                    args.get("budget_tokens", 2000), subject=subject,
-                                    k=args.get("k", 10))
+                                    args["budget_tokens"], subject=subject, k=args["k"])
         return built.to_dict()
     if name == "add_document":
         source = TextSource(args["document_id"], args["text"], title=args.get("title"),
-                            format=args.get("format", "markdown"))
+                            format=args["format"])
         try:
             report = await store.documents.ingest(source, subject=subject,
                                                   category=args.get("category", "general"),
@@ -271,14 +284,14 @@ async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
                            "or ingest it with the CLI (memdb documents ingest)") from None
         return report.to_dict()
     if name == "ask":
-        answer = await store.documents.ask(args["question"], args.get("k", 5),
-                                           include_memories=args.get("include_memories", False),
-                                           subject=subject)
+        where = {} if subject is None else {"subject": subject}
+        answer = await store.documents.ask(args["question"], args["k"],
+                                           include_memories=args["include_memories"], **where)
         return answer.to_dict()
     raise InvalidInput(f"unknown tool {name!r}")  # pragma: no cover (check_arguments)
 
 
-async def _forget(store: Any, scope: Scope, subject: str, args: dict[str, Any],
+async def _forget(store: Any, scope: Scope, subject: str | None, args: dict[str, Any],
                   call_id: str) -> dict[str, Any]:
     erase = args.pop("erase_subject", False)
     confirm = args.pop("confirm", None)
@@ -287,9 +300,11 @@ async def _forget(store: Any, scope: Scope, subject: str, args: dict[str, Any],
             raise InvalidInput("confirm is only for erase_subject")
         if "id" not in args:
             raise InvalidInput("forget needs id (one memory) or erase_subject with confirm")
-        return await _action(store, scope, subject, "remove", args, call_id)
+        return await _action(store, scope, subject or "default", "remove", args, call_id)
     if "id" in args or "reason" in args:
         raise InvalidInput("erase_subject takes no id or reason: it erases the whole subject")
+    if subject is None:
+        raise InvalidInput("erase_subject needs the subject argument: whose memories to erase")
     if confirm != subject:
         raise InvalidInput(f"erase_subject needs confirm set to the subject's name "
                            f"({subject!r}) exactly")

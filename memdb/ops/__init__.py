@@ -1,0 +1,13 @@
+"""Operations declared once (:mod:`memdb.ops.catalog`): the doors are generated from them.
+
+An :class:`Operation` names its parameters (:class:`Param`: type, range, default, help), the
+scope it reads when no subject is named, its result and its errors. The MCP tools, the memory
+tool's JSON Schema, the HTTP request models, the CLI options and docs/operations.md read them,
+and :meth:`Operation.check` is the one validation of a door's values.
+"""
+
+from ._operation import SCOPES, Operation
+from ._param import REQUIRED, Param
+from .catalog import OPERATIONS, operation
+
+__all__ = ["Operation", "Param", "REQUIRED", "SCOPES", "OPERATIONS", "operation"]
