@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .gate import detect_correction
+from ._corrections import detect_correction
 
 __all__ = ["score_importance", "REMEMBER", "RULE", "PREFERENCE", "NAMED"]
 

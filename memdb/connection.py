@@ -29,6 +29,7 @@ from ._async_pg import AsyncPool
 from ._async_pg import Connection as AsyncBackedConnection
 from ._novector import refuse_vectors
 from ._redact import redact, redact_dsn
+from ._servers import resolve_admin_dsn, resolve_dsn
 from .embedded import EmbeddedServer
 from .errors import DatabaseUnavailable, MemdbError, NotMigrated, UnsupportedServer, translate
 
@@ -36,32 +37,6 @@ __all__ = ["Database", "resolve_dsn", "resolve_admin_dsn", "MIN_SERVER_VERSION"]
 
 MIN_SERVER_VERSION = 150000
 APPLICATION_NAME = "memdb"  # in pg_stat_activity, unless the DSN names another
-
-
-def resolve_dsn(dsn: str | None = None) -> tuple[str, EmbeddedServer | None]:
-    """The data path's DSN and, when it is the embedded server, the server handle (started;
-    the caller stops it): ``dsn``, else ``$MEMDB_DSN``, else the embedded ``memdb_user``."""
-    if dsn:
-        return dsn, None
-    env = os.environ.get("MEMDB_DSN")
-    if env:
-        return env, None
-    server = EmbeddedServer()
-    server.start()
-    return server.app_dsn(), server
-
-
-def resolve_admin_dsn(dsn: str | None = None) -> tuple[str, EmbeddedServer | None]:
-    """The admin login's DSN (migrations, all-tenant maintenance) and the embedded server
-    handle when it is that: ``dsn``, else ``$MEMDB_ADMIN_DSN``, else ``$MEMDB_DSN``, else the
-    embedded server's superuser."""
-    if dsn:
-        return dsn, None
-    env = os.environ.get("MEMDB_ADMIN_DSN") or os.environ.get("MEMDB_DSN")
-    if env:
-        return env, None
-    server = EmbeddedServer()
-    return server.start(), server
 
 
 def _configure(conn: psycopg.Connection) -> None:

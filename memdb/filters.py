@@ -11,8 +11,7 @@ from typing import Any
 
 from . import _validate as v
 from .errors import InvalidInput
-from .inputs import STATUSES  # memories.status: a fact, or a low-confidence inference
-from .models import Category, Kind, Scope, SourceType
+from .models import STATUSES, Category, Kind, Scope, SourceType
 
 __all__ = ["Filter"]
 

@@ -58,6 +58,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ._corrections import Correction, detect_correction
 from .errors import InvalidInput
 from .inputs import MemoryInput, as_input
 from .models import Category, Kind, SourceType
@@ -87,14 +88,6 @@ class TTLDefaults:
     knowledge: float | None = None
     rule: float | None = None
     preference: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Correction:
-    """A fact phrased as a correction: ``old`` is what it denies, ``new`` what it asserts."""
-
-    old: str
-    new: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,35 +341,6 @@ def item_role(item: MemoryInput) -> Role:
     if item.rule or item.kind == Kind.PROCEDURAL or item.category == Category.SYSTEM:
         return "rule"
     return "fact"
-
-
-_CORRECTIONS = (
-    # 不是A，是B / 不是A而是B / 不是A，而是B
-    re.compile(r"不是(?P<old>[^，,。；;！!？?]+?)\s*[，,]?\s*(?:而|却|反而)?是(?P<new>[^。；;！!？?]+)"),
-    # actually B, not A
-    re.compile(r"\bactually\b,?\s*(?P<new>[^,;]+?)\s*[,;]\s*(?:and\s+|but\s+)?not\s+"
-               r"(?P<old>[^,;.!?]+)", re.IGNORECASE),
-    # not A, (but) B  /  isn't A, it's B
-    re.compile(r"(?:\bnot|n't)\s+(?P<old>[^,;.!?]+?)\s*[,;]\s*(?:but\s+)?(?P<new>[^.!?]+)",
-               re.IGNORECASE),
-)
-
-
-def detect_correction(text: str) -> Correction | None:
-    """The (old, new) of a text phrased as a correction, or None.
-
-    >>> detect_correction("不是上海，是北京")
-    Correction(old='上海', new='北京')
-    """
-    for pattern in _CORRECTIONS:
-        m = pattern.search(text)
-        if m and m.group("old").strip() and m.group("new").strip():
-            return Correction(_strip_article(m.group("old")), _strip_article(m.group("new")))
-    return None
-
-
-def _strip_article(text: str) -> str:
-    return re.sub(r"^(?:it'?s|it is|is|the|a|an)\s+", "", text.strip(), flags=re.I).strip()
 
 
 def _cue_regex(en: tuple[str, ...], zh: tuple[str, ...]) -> re.Pattern[str]:

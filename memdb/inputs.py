@@ -13,13 +13,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import _validate as v
+from ._importance import score_importance
 from .classify import category_fields
 from .errors import InvalidInput
-from .models import Category, Kind, Scope, SourceType
+from .models import STATUSES, Category, Kind, Scope, SourceType
 
 __all__ = ["MemoryInput", "STATUSES", "as_input", "TSVECTOR_LIMIT", "keyword_index_may_overflow"]
 
-STATUSES = ("active", "hypothesis")
 
 # PostgreSQL keeps at most 1 MB of distinct lexemes in one tsvector (a memory's keyword index)
 TSVECTOR_LIMIT = 1_048_575
@@ -143,8 +143,6 @@ class MemoryInput:
         (explicit "remember"/记住, rules, corrections and named entities score higher)."""
         if self.importance is not None or not isinstance(self.content, str):
             return self.importance
-        from ._importance import score_importance  # the gate imports this module
-
         return score_importance(self.content, rule=self.rule is True)
 
     def embedding_text(self) -> str:

@@ -8,7 +8,7 @@ from the package's, so a plain ``alembic upgrade head`` also deploys function-on
 Table DDL lives in frozen, checksummed files under ``sql/schema``, one per revision.
 
 Migrations run as the admin login: ``dsn``, else ``$MEMDB_ADMIN_DSN``, else ``$MEMDB_DSN``,
-else the embedded server's superuser (:func:`memdb.connection.resolve_admin_dsn`); on the
+else the embedded server's superuser (:func:`memdb._servers.resolve_admin_dsn`); on the
 embedded server, :func:`upgrade` then grants ``memdb_app`` to the data-path login.
 """
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _sql
+from ._servers import resolve_admin_dsn
 from .errors import MemdbError, NotMigrated
 
 __all__ = ["alembic_config", "upgrade", "downgrade", "current", "head", "apply_objects",
@@ -65,8 +66,6 @@ def _admin(dsn: str | None, *, grant: bool = False) -> Iterator[str]:
     """The admin DSN; an embedded server started for it is released afterwards, after
     granting ``memdb_app`` to its data-path login when ``grant`` (a migration may have just
     created the role)."""
-    from .connection import resolve_admin_dsn
-
     url, server = resolve_admin_dsn(dsn)
     try:
         yield url
@@ -198,8 +197,9 @@ def apply_objects(driver_conn: Any) -> None:
         for statement in split_statements(text) if citus else [text]:
             driver_conn.execute(statement)
     driver_conn.execute("SET LOCAL check_function_bodies = on")
+    driver_conn.execute(_sql.query("guard_tenant_functions"))
     if citus:
-        driver_conn.execute(_sql.query("citus_distribute_functions"))
+        driver_conn.execute(_sql.query("citus_undistribute_functions"))
         driver_conn.execute(_sql.query("citus_keep_functions_whole"))
         for statement in split_statements(_sql.query("citus_delete_set_null_trigger") + ";"):
             driver_conn.execute(statement)

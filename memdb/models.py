@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 __all__ = [
+    "STATUSES",
     "Kind",
     "Category",
     "Scope",
@@ -18,6 +19,8 @@ __all__ = [
     "SearchHit",
     "HistoryEntry",
 ]
+
+STATUSES = ("active", "hypothesis")  # memories.status: a fact, or a low-confidence inference
 
 
 class Kind(enum.StrEnum):

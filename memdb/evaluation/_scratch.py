@@ -30,7 +30,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .. import _sql
-from ..connection import resolve_admin_dsn
+from .._servers import resolve_admin_dsn
 from ..migrations import upgrade
 
 __all__ = ["scratch_database", "with_dbname", "sweep_stale", "PREFIX"]

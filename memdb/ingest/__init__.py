@@ -12,11 +12,11 @@ documents), ``memdb.remove_documents`` and ``memdb.prune_documents``
 
 from __future__ import annotations
 
+from ..tokens import TokenCounter, default_counter, estimate_tokens
 from ._chunker import Chunk, ChunkOptions, chunk_text
 from ._pipeline import MAX_FILE_BYTES, IngestSettings, run_ingest
 from ._report import Citation, Document, DocumentHit, FileResult, IngestReport
 from ._sources import TextSource
-from ._tokens import TokenCounter, default_counter, estimate_tokens
 
 __all__ = ["TextSource", "IngestReport", "FileResult", "Document", "Citation",
            "DocumentHit", "Chunk", "ChunkOptions", "chunk_text", "default_counter",

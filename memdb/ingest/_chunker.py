@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ..errors import InvalidInput
+from ..tokens import TokenCounter, default_counter
 from ._blocks import Block, markdown_blocks, text_blocks
-from ._tokens import TokenCounter, default_counter
 
 __all__ = ["Chunk", "ChunkOptions", "chunk_text", "CHUNKER_VERSION"]
 

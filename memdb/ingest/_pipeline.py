@@ -36,11 +36,11 @@ from ..errors import (
     TooLarge,
     translate,
 )
+from ..tokens import TokenCounter
 from ._chunker import Chunk, ChunkOptions, chunk_text
 from ._readers import FileProblem, extract, format_for, read_regular
 from ._report import FileResult, IngestReport
 from ._sources import Source, discover
-from ._tokens import TokenCounter
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
