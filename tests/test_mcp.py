@@ -532,12 +532,15 @@ def test_memdb_mcp_http_command_serves_streamable_http(module_db: str) -> None:
 def test_memdb_mcp_http_says_where_it_listens_on_stderr(module_db: str) -> None:
     """Without --json, `memdb mcp --http` prints one line on stderr when it starts (like
     `memdb serve`): the address it listens on, which answers."""
+    import select
     import subprocess
 
     env = {**os.environ, "MEMDB_DSN": module_db, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([SCRIPT, "mcp", "--http", "--port", "0", "--tenant", "t"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        ready, _, _ = select.select([proc.stderr], [], [], 60)
+        assert ready, "memdb mcp --http printed nothing on stderr"
         line = proc.stderr.readline()
         assert line.startswith("memdb mcp: http://127.0.0.1:"), line + proc.stderr.read()
         assert "(streamable HTTP; API keys" in line

@@ -36,8 +36,9 @@ from ._app import State, cli
               help="Most chunks one add_document call may write (more: a TooLarge tool "
                    "error before any embedding; bigger documents: `memdb documents ingest`).")
 @click.option("--json", "as_json", is_flag=True,
-              help="--http: print where it listens as one JSON line ({\"url\": ...}) before "
-                   "serving. Refused without --http: over stdio, stdout is the protocol.")
+              help="--http: print where it listens as one JSON line ({\"url\": ...}) on "
+                   "stdout before serving (without it: one line on stderr). Refused without "
+                   "--http: over stdio, stdout is the protocol.")
 @click.pass_obj
 def mcp_command(state: State, tenant: str | None, subject: str | None, agent: str | None,
                 http: bool, host: str, port: int, no_keys: bool, as_json: bool,
@@ -62,10 +63,14 @@ def mcp_command(state: State, tenant: str | None, subject: str | None, agent: st
             with socket.socket() as probe:
                 probe.bind((host, 0))
                 port = probe.getsockname()[1]
+        url = f"http://{host}:{port}/mcp"
         if as_json:
-            click.echo(json.dumps({"url": f"http://{host}:{port}/mcp",
-                                   "transport": "streamable-http",
+            click.echo(json.dumps({"url": url, "transport": "streamable-http",
                                    "keys": not no_keys}))
+        else:
+            click.echo(f"memdb mcp: {url} (streamable HTTP; "
+                       + ("no API keys" if no_keys else "API keys: Authorization: Bearer")
+                       + ")", err=True)
         door.run_http(host=host, port=port, authenticate=None if no_keys else "keys",
                       **options)
     else:
