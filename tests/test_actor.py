@@ -31,11 +31,18 @@ def test_actor_is_history_actor_and_default_created_by(fresh_db, embedder, raw):
     assert created_by == [("agent-7",)]
 
 
-def test_without_an_actor_created_by_stays_empty(store, raw):
-    r = store.add("no actor given")
-    assert store.get(r.id).created_by is None
+def test_without_an_actor_created_by_is_the_login_history_names(store, raw):
+    """No actor: created_by is the login, the actor history records (it was left empty while
+    history named the login), through add and document ingest alike."""
+    r = store.add("no actor given 没有给出写入者")
     login = raw.execute("SELECT session_user").fetchone()[0]
-    assert store.history(r.id)[0].actor in (login, "memdb_user")  # the login, as documented
+    actor = store.history(r.id)[0].actor
+    assert actor in (login, "memdb_user")  # the login, as documented
+    assert store.get(r.id).created_by == actor
+    store.documents.ingest([TextSource("kb:no-actor", "# Notes\n\nNobody named the writer.")])
+    got = raw.execute("""SELECT DISTINCT m.created_by, h.actor FROM memdb.memories m
+                         JOIN memdb.memory_history h ON h.memory_id = m.id""").fetchall()
+    assert got == [(actor, actor)]
 
 
 def test_sql_writers_take_the_actor_setting(raw):

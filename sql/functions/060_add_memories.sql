@@ -7,7 +7,7 @@
 -- kind, category, uri, search_context, norm_key, importance, confidence, source_type,
 -- source_id, created_by, metadata, tags, created_at, expires_at or ttl_seconds, status,
 -- tag_version (the classification rules' version when the category was classified) optional;
--- created_by defaults to the setting memdb.actor). p_embeddings[i] is item i's vector (or
+-- created_by defaults to the actor, as history's). p_embeddings[i] is item i's vector (or
 -- NULL) in space p_space_id. The items are checked first, as memdb.write_memories does: an
 -- unknown key, a content that is no JSON string, a text key that is no string, or a
 -- ttl_seconds <= 0 raises invalid_parameter_value (22023) naming the item and key, and

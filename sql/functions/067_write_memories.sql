@@ -25,7 +25,8 @@
 -- only the keys above; content a string; text keys strings; importance, confidence and
 -- tag_version numbers; ttl_seconds a number > 0 (a row born expired would be invisible);
 -- metadata an object; tags an array. created_by defaults to the actor (setting memdb.actor,
--- which MemoryStore(actor=...) sets); history rows record the same actor.
+-- which MemoryStore(actor=...) sets, else the login: session_user), the one history rows
+-- record.
 -- Options: near_dup_threshold (cosine; absent or null: no near-duplicate merging),
 -- correction_threshold (default 0.93), source_order (see memdb.source_strength).
 -- Items are processed in input order, each seeing the ones before it (a repeat of an item
@@ -173,7 +174,7 @@ BEGIN
         cand.confidence := coalesce((r.item ->> 'confidence')::real, 1.0);
         cand.source_type := coalesce(r.item ->> 'source_type', 'user_statement');
         cand.source_id := r.item ->> 'source_id';
-        cand.created_by := coalesce(r.item ->> 'created_by', nullif(v_actor_setting, ''));
+        cand.created_by := coalesce(r.item ->> 'created_by', v_actor);
         cand.metadata := coalesce(r.item -> 'metadata', '{}'::jsonb);
         cand.tags := coalesce(memdb.jtext_array(r.item -> 'tags'), '{}'::text[]);
         cand.created_at := coalesce((r.item ->> 'created_at')::timestamptz, now());

@@ -16,8 +16,8 @@
 --   caller knows (memdb.known_chunks_batch) needs none: a current memory with that text and
 --   context already exists in the document's scope.
 -- Each chunk becomes a memory (kind semantic, source_type document, source_id
--- '<document id>#<position>', created_by the actor (setting memdb.actor, if set), metadata
--- memdb.chunk_provenance(...), owned by the document
+-- '<document id>#<position>', created_by the actor (setting memdb.actor, else session_user),
+-- metadata memdb.chunk_provenance(...), owned by the document
 -- through memories.document_id) — unless a current memory with the same normalized text
 -- already exists in the scope (memories_dedup_key), or an earlier document of the batch (or
 -- an earlier position) holds the same text: then the chunk map points at that memory
@@ -160,7 +160,8 @@ BEGIN
                ''::tsvector, f.importance, 'document', f.doc_id::text || '#' || f.pos,
                memdb.chunk_provenance(f.doc_row, f.pos, f.heading_path, f.char_start,
                                       f.char_end, f.parent_start, f.parent_end),
-               f.tags, f.doc_id, nullif(current_setting('memdb.actor', true), '')
+               f.tags, f.doc_id,
+               coalesce(nullif(current_setting('memdb.actor', true), ''), session_user)
         FROM firsts f
         ORDER BY f.subject, f.scope, f.project_id, f.session_id, f.h  -- dedup keys in key order
         ON CONFLICT (tenant, subject, scope, project_id, session_id, content_hash)
