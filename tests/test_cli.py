@@ -368,7 +368,10 @@ def test_demo_twice_adds_nothing_the_second_time(fresh_db: str) -> None:
     assert rows(fresh_db) == len(MEMORIES) == report["memories"] == report["new"] == 12
     assert report["already_stored"] == 0
     assert set(report["timings_ms"]) == {"start_and_migrate", "embedder_load", "writes",
-                                         "searches"}
+                                         "graph_link", "searches"}
+    # the entity graph of the demo's memories, by the heuristic (no LLM): quick
+    assert report["graph"]["linked"] == 12 and report["graph"]["mentions"] >= 10
+    assert report["timings_ms"]["graph_link"] < 5000
     assert [s["query"] for s in report["searches"]] == [s["query"] for s in SEARCHES]
     for search in report["searches"]:
         assert 1 <= len(search["hits"]) <= search["k"]
@@ -386,6 +389,7 @@ def test_demo_twice_adds_nothing_the_second_time(fresh_db: str) -> None:
     assert rows(fresh_db) == 12
     out = second.stdout
     assert "12 memories: 0 new, 12 already stored" in out
+    assert "entity graph: 12 memories linked" in out
     assert "张伟喜欢喝乌龙茶" in out and "Alice prefers green tea" in out
     assert re.search(r"^1\s+\d\.\d{3}\s+semantic\s+preferences\s+zhangwei\s+"
                      r"user_statement:chat-0305#2\s+vector:\d.*张伟喜欢喝乌龙茶", out, re.MULTILINE)

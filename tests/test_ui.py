@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+from urllib.parse import quote
 
 import psycopg
 import pytest
@@ -118,12 +119,12 @@ def test_every_page_renders_in_chinese_and_english(door, keys, data):
             "/ui/subjects/alice": ["Profile", ZH, EN],
             "/ui/memories?category=preferences": [ZH, EN],
             "/ui/memories?tags=tea": [EN],
-            "/ui/search?q=green+tea": [EN, "Fused score", "Plan", "vector: rank"],
+            "/ui/search?q=green+tea": [EN, "Score", "Plan", "vector rank"],
             "/ui/search?q=乌龙茶": [ZH],
             f"/ui/memories/{data['zh']}": [ZH, "History", "insert"],
             "/ui/review": [RULE, "Approve"],
             "/ui/maintenance": ["dry run"],
-            "/ui/graph?entity=Alice": ["Entity graph"],
+            "/ui/graph?entity=Alice": ["Entity graph", "is in the entity graph", EN],
         }
         for url, expected in pages.items():
             t0 = time.perf_counter()
@@ -200,6 +201,108 @@ def test_entity_graph_is_drawn_as_svg(door, keys, data):
         memory = c.get(f"/ui/memories/{data['graph']}").text
         assert 'href="/ui/graph?entity=Hank"' in memory  # its entity links
         assert c.get("/ui/graph", params={"entity": "Hank", "hops": "x"}).status_code == 400
+
+
+def _visible(page: str) -> str:
+    """The page without its collapsed <details> blocks (the raw JSON)."""
+    return re.sub(r"<details>.*?</details>", "", page, flags=re.S)
+
+
+def test_search_details_are_a_table_with_rounded_numbers(door, keys, data):
+    """Each hit's details: a labelled table (vector rank, BM25 score, fused, multiplier),
+    numbers to 4 significant digits, not raw JSON (``1.3333333333333333``); the raw details
+    and the plan stay available, collapsed."""
+    with _browser(door, keys["acme"]) as c:
+        for query, want in (("green tea morning", EN), ("乌龙茶", ZH)):
+            page = c.get("/ui/search", params={"q": query}).text
+            shown = _visible(page)
+            assert want in shown
+            for label in ("<th>vector rank</th>", "<th>vector score</th>", "<th>fused</th>",
+                          "<th>multiplier</th>"):
+                assert label in shown, (query, label)
+            assert "<th>BM25 rank</th>" in shown and "<th>BM25 score</th>" in shown
+            assert not re.search(r"\d\.\d{6,}", shown), query  # no 16-digit floats shown
+            assert "&quot;fused&quot;" not in shown and "{" not in shown.split("<main>")[1]
+            raw = page[page.index("<details>"):]
+            assert "<summary>raw</summary>" in raw and "&quot;multiplier&quot;" in raw
+            assert "<summary>the plan as JSON" in page and "&quot;sql&quot;" in page
+            score = re.search(r"<th>multiplier</th><td>([^<]*)</td>", shown).group(1)
+            assert len(score.replace(".", "").lstrip("0")) <= 4, score
+
+
+def _field(page: str, name: str) -> str:
+    return re.search(rf"<tr><td>{name}</td><td>(.*?)</td></tr>", page).group(1)
+
+
+def test_memory_page_says_who_created_it(door, keys, data, module_db):
+    """"Created by": the memory's created_by, which a write over HTTP now sets to the actor
+    history records; a memory whose created_by is empty (written before) shows its first
+    history entry's actor, saying so."""
+    with door.client(keys["acme"]) as a:
+        actor = a.get(f"/v1/history/{data['en']}").json()["history"][0]["actor"]
+        assert actor and a.get(f"/v1/memories/{data['en']}").json()["created_by"] == actor
+        r = a.post("/v1/memories", json={"content": "老照片：张伟在 2019 年去过柏林",
+                                         "subject": "erin", "source_id": "t9"})
+        old = r.json()["id"]
+    with psycopg.connect(module_db, autocommit=True) as conn:  # as rows written before
+        conn.execute("UPDATE memdb.memories SET created_by = NULL WHERE id = %s", (old,))
+    with _browser(door, keys["acme"]) as c:
+        assert _field(c.get(f"/ui/memories/{data['en']}").text, "Created by") == actor
+        assert _field(c.get(f"/ui/memories/{old}").text, "Created by") == (
+            f"{actor} (from history)")
+
+
+def test_graph_page_without_a_graph_says_how_to_link_one(door, keys, data):
+    """A tenant with no entity graph (globex: nothing linked): the page says none is linked
+    and how to link one, not a bare "no entity named"; it is no error."""
+    with _browser(door, keys["globex"]) as c:
+        for entity in ("张伟", "Alice"):
+            r = c.get("/ui/graph", params={"entity": entity})
+            assert r.status_code == 200, r.text
+            assert "No entity named" in r.text and f">{entity}</b>" in r.text
+            assert "No entity graph has been linked in this tenant yet" in r.text
+            for how in ("memdb graph link", "store.graph.link()", "POST /v1/graph/link"):
+                assert how in r.text, how
+        assert "memdb graph link" in c.get("/ui/graph").text
+
+
+def test_graph_page_lists_entities_when_the_name_is_unknown(door, keys, data):
+    """A tenant with a graph: an unknown name (Chinese or English) lists entities that
+    exist, as links; a Chinese relation is drawn."""
+    with door.client(keys["acme"]) as a:
+        r = a.post("/v1/memories", json={"content": "李娜和王强是同事。", "subject": "alice",
+                                         "source_id": "t2"})
+        assert a.post("/v1/graph/link", json={"memory_ids": [r.json()["id"]]}
+                      ).status_code == 200
+    with _browser(door, keys["acme"]) as c:
+        for entity in ("张伟", "Nobody Here"):
+            r = c.get("/ui/graph", params={"entity": entity})
+            assert r.status_code == 200 and "No entity named" in r.text
+            assert "has been linked" not in r.text
+            for name in ("Hank", "Gunter", "李娜"):
+                assert f'href="/ui/graph?entity={quote(name)}"' in r.text, name
+        drawn = c.get("/ui/graph", params={"entity": "李娜"}).text
+        assert ">王强</text>" in drawn and "<svg" in drawn
+        assert f'href="/ui/graph?entity={quote("Hank")}"' in c.get("/ui/graph").text
+
+
+def test_graph_page_works_on_the_demo_data(door, module_db, embedder):
+    """`memdb demo` links its memories into the entity graph (heuristic, no LLM), so the
+    Graph page shows 张伟 and Alice on the demo data, with the memories that name them."""
+    from memdb import MemoryAdmin, MemoryStore, demo
+    from memdb.keys import create_key
+
+    with MemoryStore(module_db, tenant="demo", embedder=embedder) as store:
+        report = demo.run(store)
+    assert report["graph"]["linked"] == len(demo.MEMORIES) and report["graph"]["mentions"]
+    with MemoryAdmin(module_db) as admin:
+        key = create_key(admin, tenant="demo", name="demo browser").key
+    with _browser(door, key) as c:
+        zh = c.get("/ui/graph", params={"entity": "张伟"})
+        assert zh.status_code == 200 and "No entity named" not in zh.text
+        assert "is in the entity graph" in zh.text and "金融科技公司" in zh.text
+        en = c.get("/ui/graph", params={"entity": "Alice"}).text
+        assert "is in the entity graph" in en and "Alice prefers green tea" in en
 
 
 def test_cross_tenant_memory_is_404(door, keys, data):

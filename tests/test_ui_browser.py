@@ -132,7 +132,7 @@ def test_browse_log_in_search_open_approve(door, keys, data, driver, tmp_path):
     box = driver.find_element(By.NAME, "q")
     box.send_keys("乌龙茶")
     click(driver, driver.find_element(By.CSS_SELECTOR, "main form button"))
-    assert "Fused score" in body(driver) and ZH in body(driver)
+    assert "fused" in body(driver) and "vector rank" in body(driver) and ZH in body(driver)
     check_screenshot(driver, shots, "search")
     click(driver, driver.find_element(By.LINK_TEXT, ZH))
     assert "/ui/memories/" in driver.current_url and "History" in body(driver)

@@ -12,7 +12,8 @@ from ._format import print_hits
 @json_option
 @click.pass_obj
 def demo(state: State, as_json: bool) -> None:
-    """Try memdb with no setup: store a dozen memories and search them.
+    """Try memdb with no setup: store a dozen memories, link them into the entity
+    graph and search them.
 
     Uses the embedded PostgreSQL (or --dsn); running it again adds nothing new.
     """
@@ -27,6 +28,9 @@ def demo(state: State, as_json: bool) -> None:
                f"schema revision {report['revision']}")
     click.echo(f"{report['memories']} memories: {report['new']} new, "
                f"{report['already_stored']} already stored")
+    g = report["graph"]
+    click.echo(f"entity graph: {g['linked']} memories linked, {g['mentions']} mentions, "
+               f"{g['relations']} relations (memdb ui: Graph page)")
     for n, s in enumerate(report["searches"], start=1):
         conditions = ", ".join(
             f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in s["filter"].items()
@@ -36,7 +40,8 @@ def demo(state: State, as_json: bool) -> None:
     t = report["timings_ms"]
     click.echo(f"\ntimings: server start + migrate {t['start_and_migrate']:.0f} ms, "
                f"embedder load {t['embedder_load']:.0f} ms, {report['memories']} writes "
-               f"{t['writes']:.0f} ms, {len(report['searches'])} searches {t['searches']:.0f} ms")
+               f"{t['writes']:.0f} ms, graph link {t['graph_link']:.0f} ms, "
+               f"{len(report['searches'])} searches {t['searches']:.0f} ms")
 
 
 def _where(state: State) -> str:

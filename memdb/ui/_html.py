@@ -63,6 +63,7 @@ header{background:#243b53;color:#fff;padding:.5em 1em}header a{color:#fff;margin
 main{padding:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;
 vertical-align:top;text-align:left}pre{background:#f4f4f4;padding:.5em;overflow:auto}
 .muted{color:#777}.error{color:#a00}form.inline{display:inline}
+table.details th{font-weight:normal;color:#486581}summary{cursor:pointer;color:#486581}
 ol.timeline{border-left:3px solid #243b53;list-style:none;padding-left:1em}
 """
 

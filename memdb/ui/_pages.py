@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from psycopg.types.json import Jsonb
 
 from .. import _bridge, _sql
-from ..errors import Forbidden, InvalidInput, MemdbError
+from ..errors import Forbidden, InvalidInput, MemdbError, NotFound
 from ..filters import Filter
 from ..http._errors import status_of
 from ..http._json import jsonable
@@ -321,27 +321,69 @@ async def search_page(request: Request) -> Response:
         if not query:
             return ctx.page("Search", form)
         results = await ctx.store.search(query, 10, explain=True)
-        rows = []
-        for hit in results:
-            d = hit.details or {}
-            routes = [f"{name}: rank {d.get(name + '_rank')}, score "
-                      f"{_num(d.get(name + '_score'))}" for name in
-                      ("vector", "bm25", "exact", "graph") if d.get(name + "_rank") is not None]
-            rest = {k: v for k, v in d.items()
-                    if not any(k.startswith(r) for r in ("vector_", "bm25_", "exact_",
-                                                         "graph_"))}
-            rows.append([hit.rank, _num(hit.score), Markup("<br>".join(esc(r) for r in routes)),
-                         _pre(rest) if rest else "", _mem_link(hit.memory.id,
-                                                               text(hit.memory.content))])
-        body = [form, _table(["Rank", "Fused score", "Routes (rank, score)",
-                              "Multiplier and other details", "Memory"], rows)
-                if rows else tag("p", "Nothing found."),
-                tag("h2", "Plan"), _pre(results.explain or {})]
+        rows = [[hit.rank, _num(hit.score), _details_table(hit.details or {}),
+                 _mem_link(hit.memory.id, text(hit.memory.content))] for hit in results]
+        body = [form, _table(["Rank", "Score", "Details (fused score × multiplier)", "Memory"],
+                             rows) if rows else tag("p", "Nothing found."),
+                tag("h2", "Plan"),
+                _raw("the plan as JSON (SQL, parameters, options, timings)",
+                     results.explain or {})]
         return ctx.page(f"Search: {query}", body)
 
 
+_ROUTES = (("vector", "vector"), ("bm25", "BM25"), ("exact", "exact"), ("graph", "graph"),
+           ("hybrid", "hybrid"))
+_LABELS = {"fused": "fused", "multiplier": "multiplier", "mmr_score": "MMR score",
+           "graph_hops": "graph hops", "graph_entities": "graph entities"}
+
+
 def _num(value: Any) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else ("" if value is None else str(value))
+    """A number for people: floats to 4 significant digits (1.333, 0.03279), ints as they
+    are."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _details_table(details: dict[str, Any]) -> Markup:
+    """A hit's details as a two-column table (each route's rank and score, the fused score,
+    the multiplier, ...), numbers rounded; the raw JSON below it, collapsed."""
+    rows: list[list[Any]] = []
+    seen = set()
+    for key, label in _ROUTES:
+        for part in ("rank", "score"):
+            name = f"{key}_{part}"
+            if details.get(name) is not None:
+                rows.append([f"{label} {part}", _num(details[name])])
+            seen.add(name)
+    for key, value in details.items():
+        if key in seen or value is None:
+            continue
+        label = _LABELS.get(key, key.replace("_", " "))
+        shown = _num(value) if isinstance(value, (int, float)) else (
+            value if isinstance(value, str) else
+            json.dumps(jsonable(_rounded(value)), ensure_ascii=False, default=str))
+        rows.append([label, shown])
+    return Markup(tag("table", [tag("tr", tag("th", label), tag("td", value))
+                                for label, value in rows], class_="details")
+                  + _raw("raw", details))
+
+
+def _raw(summary: str, value: Any) -> Markup:
+    """``value`` as JSON in a collapsed ``<details>`` block."""
+    return tag("details", tag("summary", summary), _pre(value))
 
 
 # -- 4. one memory ------------------------------------------------------------------------------
@@ -360,7 +402,8 @@ async def memory_page(request: Request, ref: str) -> Response:
                   ["Version", m.version], ["Importance", m.importance],
                   ["Confidence", m.confidence], ["Tags", ", ".join(m.tags)],
                   ["Source", f"{m.source_type.value} {m.source_id or ''}"],
-                  ["Created by", m.created_by or ""], ["Created", m.created_at.isoformat()],
+                  ["Created by", _created_by(m, history)],
+                  ["Created", m.created_at.isoformat()],
                   ["Valid", f"{m.valid_from.isoformat()} → "
                             f"{m.valid_to.isoformat() if m.valid_to else 'now'}"],
                   ["Expires", m.expires_at.isoformat() if m.expires_at else "never"],
@@ -388,6 +431,15 @@ async def memory_page(request: Request, ref: str) -> Response:
                 if entities else tag("p", "No entity links.", class_="muted"),
                 tag("h2", "Metadata"), _pre(m.metadata)]
         return ctx.page("Memory", body)
+
+
+def _created_by(memory: Any, history: list[Any]) -> str:
+    """The memory's ``created_by``; when empty (written before writes defaulted it to the
+    actor), the actor of its first history entry, saying so; else "unknown"."""
+    if memory.created_by:
+        return str(memory.created_by)
+    first = next((h for h in sorted(history, key=lambda h: (h.at, h.id)) if h.actor), None)
+    return f"{first.actor} (from history)" if first is not None else "unknown"
 
 
 async def _versions(store: Any, memory: Any, most: int = 20) -> list[Any]:
@@ -512,14 +564,59 @@ async def graph_page(request: Request) -> Response:
                    tag("input", name="hops", value=str(hops), size="2"), " ",
                    tag("button", "Show", type="submit"), method="get", action="/ui/graph")
         if not entity:
-            return ctx.page("Entity graph", form)
-        view = await ctx.store.graph.neighbors(entity, hops=hops, limit=100)
+            return ctx.page("Entity graph", [form, await _graph_hint(ctx.store)])
+        try:
+            view = await ctx.store.graph.neighbors(entity, hops=hops, limit=100)
+        except NotFound:
+            return ctx.page(f"Entity graph: {entity}",
+                            [form, await _graph_hint(ctx.store, entity)])
         rels = list(view.relations)
-        body = [form, _svg(entity, rels) if rels else tag("p", "No relations found."),
+        if not rels:
+            return ctx.page(f"Entity graph: {entity}",
+                            [form, await _unrelated(ctx.store, entity, view)])
+        body = [form, _svg(entity, rels),
                 _table(["Depth", "From", "Relation", "To", "Evidence"],
                        [[r.depth, text(r.source), r.type, text(r.target),
                          _mem_link(r.memory_id, "memory")] for r in rels])]
         return ctx.page(f"Entity graph: {entity}", body)
+
+
+_HOW_TO_LINK = ("extract entities and relations from the memories with `memdb graph link` "
+                "(add --heuristic to use no LLM), `store.graph.link()` in Python, or "
+                "POST /v1/graph/link over HTTP; then come back here.")
+
+
+async def _graph_hint(store: Any, entity: str | None = None, most: int = 12) -> Markup:
+    """What to do on the Graph page: with no graph, how to link one; else (and after an
+    unknown name) a few of the tenant's entities, the most mentioned first."""
+    sample = await _rows(store, "ui_entity_sample", {"limit": most})
+    missing = (tag("p", "No entity named ", text(entity, "b"), ".", class_="error")
+               if entity else None)
+    if not sample:
+        return Markup(esc(missing or "") + tag(
+            "p", "No entity graph has been linked in this tenant yet: " + _HOW_TO_LINK))
+    total = int(sample[0]["total"])
+    names = [tag("a", text(r["name"]), href="/ui/graph?" + urlencode({"entity": r["name"]}))
+             for r in sample]
+    return Markup(esc(missing or "") + tag(
+        "p", f"{total} entities in this tenant" +
+        (f"; the {len(sample)} most mentioned" if total > len(sample) else "") + ": ",
+        Markup(", ".join(names)), "."))
+
+
+async def _unrelated(store: Any, entity: str, view: Any) -> Markup:
+    """An entity the graph knows but no relation links: where it is named."""
+    ids = [e["id"] for e in view.entities]
+    named = await _rows(store, "ui_entity_memories", {"ids": ids, "limit": 50})
+    return Markup(
+        tag("p", text(entity, "b"), " is in the entity graph (",
+            ", ".join(f"{e['type']}, {e['mentions']} mentions" for e in view.entities),
+            ") but no relation links it yet: relations come from memories that say how two "
+            "entities are related (such as “Alice works with Priya”), when they are "
+            "linked.")
+        + (tag("h2", "Memories that name it")
+           + tag("ul", [tag("li", _mem_link(r["id"], text(r["content"]))) for r in named])
+           if named else ""))
 
 
 def _svg(center: str, relations: list[Any]) -> Markup:
