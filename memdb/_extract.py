@@ -115,7 +115,7 @@ def build_prompt(turn: str, existing: list[str]) -> list[dict[str, str]]:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
-def _json_values(text: str) -> list[Any]:
+def json_values(text: str) -> list[Any]:
     """Every JSON object or array found in ``text`` (fenced blocks first, then raw scans)."""
     found: list[Any] = []
     chunks = [m.group(1) for m in _FENCE.finditer(text)] + [text]
@@ -155,7 +155,7 @@ def parse_reply(text: str) -> Parsed:
     """Candidates from a model's reply (see the module docstring)."""
     out = Parsed()
     items = None
-    for value in _json_values(text):
+    for value in json_values(text):
         items = _items(value)
         if items is not None:
             break

@@ -31,17 +31,24 @@ from . import _sql
 from . import _validate as v
 from ._deprecated import call_alias
 from ._grounding import coverage, grounded
-from .ask import _FROM_ENV, MAX_K, MAX_QUESTION_CHARS, _steps
-from .ask._expand import EXPANSIONS
-from .ask._models import AskResult, Expansion, RerankInfo, Retrieval
-from .ask._prompt import (
+from .ask import (
+    EXPANSIONS,
+    FROM_ENV,
+    MAX_K,
+    MAX_QUESTION_CHARS,
+    RERANKERS,
+    AskResult,
+    Expansion,
+    Reranker,
+    RerankInfo,
+    Retrieval,
     build_messages,
     parse_citations,
     says_unknown,
+    steps,
     strip_citations,
     without_markers,
 )
-from .ask._rerank import RERANKERS, Reranker
 from .errors import Forbidden, InvalidInput
 from .family import Family
 from .filters import Filter
@@ -222,7 +229,7 @@ class Documents(Family):
     def retrieve(self, question: str, k: int = 5, *, include_memories: bool = False,
                  expand: str | None = None, n_queries: int = 3, variant_weight: float = 1.0,
                  rrf_k: float = 60.0, reranker: Reranker | str | None = None,
-                 rerank_depth: int = 20, llm: ChatLLM | None = _FROM_ENV,
+                 rerank_depth: int = 20, llm: ChatLLM | None = FROM_ENV,
                  filter: Filter | dict[str, Any] | None = None,
                  **conditions: Any) -> Retrieval:
         """The ``k`` best passages for ``question``, numbered from 1, each with its citation.
@@ -263,7 +270,7 @@ class Documents(Family):
         hits: list[SearchHit]
         if expand is not None:
             t0 = time.perf_counter()
-            expansion = _steps.expand(expand, chat, question, n_queries)
+            expansion = steps.expand(expand, chat, question, n_queries)
             timings["expand_ms"] = round(1000 * (time.perf_counter() - t0), 1)
         t0 = time.perf_counter()
         if expansion is None:
@@ -276,26 +283,26 @@ class Documents(Family):
                             expansion.fallback)
                 hits = list(self._store.search(question, k=depth, filter=flt))
             else:
-                hits = _steps.search_fused(self._store, question, expansion, depth, flt,
+                hits = steps.search_fused(self._store, question, expansion, depth, flt,
                                            variant_weight, rrf_k)
         timings["search_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         rerank_info: RerankInfo | None = None
         if reranker is not None:
             t0 = time.perf_counter()
-            hits, rerank_info = _steps.rerank(reranker, chat, question, hits)
+            hits, rerank_info = steps.rerank(reranker, chat, question, hits)
             timings["rerank_ms"] = round(1000 * (time.perf_counter() - t0), 1)
             if rerank_info.fallback is not None:
                 notes.append(f"rerank failed ({rerank_info.fallback}): kept the search order")
                 log.warning("rerank fell back to the search order: %s", rerank_info.fallback)
-        passages = _steps.passages(hits[:k], self.citations([h.memory.id for h in hits[:k]]))
+        passages = steps.passages(hits[:k], self.citations([h.memory.id for h in hits[:k]]))
         timings["total_ms"] = round(1000 * (time.perf_counter() - started), 1)
         return Retrieval(question, passages, expansion, rerank_info, tuple(notes), timings)
 
     def ask(self, question: str, k: int = 5, *, include_memories: bool = False,
             expand: str | None = None, n_queries: int = 3, variant_weight: float = 1.0,
             rrf_k: float = 60.0, reranker: Reranker | str | None = None,
-            rerank_depth: int = 20, llm: ChatLLM | None = _FROM_ENV, answer: bool = True,
+            rerank_depth: int = 20, llm: ChatLLM | None = FROM_ENV, answer: bool = True,
             max_passage_chars: int = 2000, filter: Filter | dict[str, Any] | None = None,
             **conditions: Any) -> AskResult:
         """Answer ``question`` from the ``k`` best passages (see :meth:`retrieve` for the
@@ -375,7 +382,7 @@ class Documents(Family):
         return question.strip()
 
     def _chat(self, llm: ChatLLM | None) -> ChatLLM | None:
-        if llm is _FROM_ENV:
+        if llm is FROM_ENV:
             return self._store.llm
         if llm is not None and not callable(getattr(llm, "complete", None)):
             raise InvalidInput("llm must be a ChatLLM or None")

@@ -1,6 +1,6 @@
 """Helpers the lifecycle families share: ``store.sessions`` (summaries, consolidation),
 ``store.maintenance`` (forgetting, decay, sedimentation), ``store.review`` and
-``store.subjects`` (export, erasure). No I/O of their own except :func:`_write_direct`, which
+``store.subjects`` (export, erasure). No I/O of their own except :func:`write_direct`, which
 writes through the store it is given."""
 
 from __future__ import annotations
@@ -21,22 +21,22 @@ __all__ = ["SUMMARY_TAG"]
 
 SUMMARY_TAG = "session-summary"
 # words never reported as recurring topics: the cue words and session boilerplate
-_TOPIC_STOP = ("decided decision agreed prefers preferred likes loves learned lesson never always "
+TOPIC_STOP = ("decided decision agreed prefers preferred likes loves learned lesson never always "
                "must should would could will next time session sessions user users today")
 
 
-def _uuid(value: object) -> UUID:
+def as_uuid(value: object) -> UUID:
     try:
         return value if isinstance(value, UUID) else UUID(str(value))
     except ValueError:
         raise InvalidInput(f"not an id (UUID): {value!r}") from None
 
 
-def _limit(value: int) -> int:
+def check_limit(value: int) -> int:
     return v.positive_int(value, "limit", 1_000_000)
 
 
-def _open_new(path: str | os.PathLike[str]) -> Any:
+def open_new(path: str | os.PathLike[str]) -> Any:
     """The export file, created now; InvalidInput if it exists (never overwritten)."""
     try:
         return open(Path(path), "x", encoding="utf-8")  # noqa: SIM115 (closed by the caller)
@@ -46,7 +46,7 @@ def _open_new(path: str | os.PathLike[str]) -> Any:
         raise InvalidInput(f"cannot create {str(path)!r}: {exc.strerror}") from None
 
 
-def _write_direct(store: Any, items: list[dict[str, Any]], reason: str, conn: Any = None
+def write_direct(store: Any, items: list[dict[str, Any]], reason: str, conn: Any = None
                   ) -> list[tuple[UUID, bool]]:
     """Write memories through memdb.add_memories (embedded here) for ``store``, in
     ``conn``'s transaction or a new one; (id, created) per item. Session summaries and

@@ -31,7 +31,7 @@ from .embeddings import embed_checked
 from .errors import EmbeddingError, Forbidden, InvalidInput
 from .family import Family
 from .inputs import MemoryInput
-from .lifecycle import _TOPIC_STOP, _limit, _write_direct
+from .lifecycle import TOPIC_STOP, check_limit, write_direct
 from .lifecycle_models import HypothesisChange, SedimentResult
 from .sediment import TARGETS, Candidate, extract, topic_text
 
@@ -77,7 +77,7 @@ class Maintenance(Family):
         """Forget current memories with importance below ``threshold`` (never category
         system); the ids deleted, or with ``dry_run`` the ids that would be."""
         return self._ids("forget_by_importance", "forget by importance", {
-            "threshold": v.unit(threshold, "threshold"), "limit": _limit(limit),
+            "threshold": v.unit(threshold, "threshold"), "limit": check_limit(limit),
             "dry_run": bool(dry_run)})
 
     def forget_by_age(self, days: float = 180, *, max_uses: int = 0, limit: int = 1000,
@@ -88,7 +88,7 @@ class Maintenance(Family):
         if isinstance(max_uses, bool) or not isinstance(max_uses, int) or max_uses < 0:
             raise InvalidInput("max_uses must be a non-negative integer")
         return self._ids("forget_by_age", "forget by age", {
-            "days": float(days), "max_uses": max_uses, "limit": _limit(limit),
+            "days": float(days), "max_uses": max_uses, "limit": check_limit(limit),
             "dry_run": bool(dry_run)})
 
     def forget_by_capacity(self, max_per_session: int = 100, *, half_life_days: float = 7,
@@ -101,7 +101,7 @@ class Maintenance(Family):
         half_life_days = v.days(half_life_days, "half_life_days", positive=True)
         return self._ids("forget_by_capacity", "forget by capacity", {
             "max_per_session": max_per_session, "half_life_days": float(half_life_days),
-            "limit": _limit(limit), "dry_run": bool(dry_run)})
+            "limit": check_limit(limit), "dry_run": bool(dry_run)})
 
     def decay_hypotheses(self, half_life_days: float = 7, floor: float = 0.2, *,
                          min_step: float = 0.01, limit: int = 1000,
@@ -114,7 +114,7 @@ class Maintenance(Family):
             rows = conn.execute(_sql.query("decay_hypotheses"), {
                 "tenant": self._store.tenant, "half_life_days": float(half_life_days),
                 "floor": v.unit(floor, "floor"), "min_step": v.unit(min_step, "min_step"),
-                "limit": _limit(limit), "dry_run": bool(dry_run)}).fetchall()
+                "limit": check_limit(limit), "dry_run": bool(dry_run)}).fetchall()
         return [HypothesisChange(**r) for r in rows]
 
     def purge_expired(self) -> int:
@@ -219,7 +219,7 @@ class Maintenance(Family):
                                  min_sessions=min_sessions)
             terms = conn.execute(_sql.query("recurring_terms"), {
                 "tenant": self._store.tenant, "ids": ids, "min_sessions": min_sessions,
-                "stop": _TOPIC_STOP, "limit": 5}).fetchall()
+                "stop": TOPIC_STOP, "limit": 5}).fetchall()
             candidates += [Candidate("pattern", topic_text(t["term"]), tuple(ids))
                            for t in terms]
             known = {r["content"] for r in conn.execute(_sql.query("known_contents"), {
@@ -246,7 +246,7 @@ class Maintenance(Family):
                 "written": Jsonb({})}).fetchone()
             if inserted is None:  # a concurrent run of the same day and sources won
                 return SedimentResult(**base, skipped=True)
-            written = _write_direct(self._store, items, "sediment", conn)
+            written = write_direct(self._store, items, "sediment", conn)
             stored = tuple({**c.to_dict(), "id": str(mid)}
                            for c, (mid, _) in zip(to_store, written, strict=True))
             proposed = []

@@ -18,7 +18,7 @@ from . import _validate as v
 from .embeddings import embed_checked
 from .errors import InvalidInput, NotFound
 from .family import Family
-from .lifecycle import _limit, _uuid
+from .lifecycle import as_uuid, check_limit
 from .lifecycle_models import ReviewItem
 
 __all__ = ["Review"]
@@ -36,13 +36,14 @@ class Review(Family):
         with self._store._transaction() as conn:
             rows = conn.execute(_sql.query("review_list"), {
                 "tenant": self._store.tenant, "status": status,
-                "subject": v.optional_name(subject, "subject"), "limit": _limit(limit)}).fetchall()
+                "subject": v.optional_name(subject, "subject"),
+                "limit": check_limit(limit)}).fetchall()
         return [ReviewItem.from_row(r) for r in rows]
 
     def approve(self, review_id: UUID | str, *, decided_by: str | None = None) -> UUID:
         """Approve a pending entry: its memory is created (category system for rules) and the
         entry records decided_by/decided_at and memory_id. Returns the memory id."""
-        rid = _uuid(review_id)
+        rid = as_uuid(review_id)
         with self._store._transaction() as conn:
             row = conn.execute(_sql.query("review_content"),
                                {"tenant": self._store.tenant, "id": rid}).fetchone()
@@ -58,7 +59,7 @@ class Review(Family):
 
     def reject(self, review_id: UUID | str, *, decided_by: str | None = None) -> None:
         """Reject a pending entry (no memory; the same text is not proposed again)."""
-        rid = _uuid(review_id)
+        rid = as_uuid(review_id)
         with self._store._transaction() as conn:
             self._store._begin(conn, "review rejected")
             self._decide(conn, "review_reject", {

@@ -39,7 +39,7 @@ from . import _sql
 from . import _validate as v
 from .errors import Conflict, InvalidInput, NotFound
 from .family import Family
-from .lifecycle import SUMMARY_TAG, _write_direct
+from .lifecycle import SUMMARY_TAG, write_direct
 from .lifecycle_models import Consolidated, SessionSummary
 from .llm import ChatLLM
 from .summarize import summarize
@@ -403,7 +403,7 @@ class Sessions(Family):
                          "fallback_reason": result.fallback_reason,
                          "source_ids": [str(i) for i in source_ids]},
         }
-        [(memory_id, created)] = _write_direct(self._store, [item],
+        [(memory_id, created)] = write_direct(self._store, [item],
                                                f"summary of session {session_id}")
         return SessionSummary(session_id, owner, result.text, result.path,
                               result.fallback_reason, source_ids, memory_id, created)

@@ -19,7 +19,7 @@ from . import _sql
 from . import _validate as v
 from .family import Family
 from .filters import Filter
-from .lifecycle import _open_new
+from .lifecycle import open_new
 from .lifecycle_models import SubjectErasure
 
 __all__ = ["Subjects"]
@@ -32,7 +32,7 @@ class Subjects(Family):
         """Write everything memdb holds about ``subject`` to a new JSON file at ``path``
         (refuses to overwrite); returns the number of rows per table."""
         subject = v.name(subject, "subject")
-        out = _open_new(path)
+        out = open_new(path)
         try:
             with out, self._store._transaction() as conn:
                 data = conn.execute(_sql.query("export_subject"), {
@@ -50,7 +50,7 @@ class Subjects(Family):
         ``export_to``, first write it all to that new JSON file (in the same transaction: if
         the export fails nothing is deleted). Returns counts per table."""
         subject = v.name(subject, "subject")
-        out = _open_new(export_to) if export_to is not None and not dry_run else None
+        out = open_new(export_to) if export_to is not None and not dry_run else None
         try:
             with self._store._transaction() as conn:
                 self._store._begin(conn, "forget_subject")

@@ -34,7 +34,7 @@ from typing import Any
 
 from . import _sql
 from . import _validate as v
-from ._extract import _json_values
+from ._extract import json_values
 from ._grounding import units
 from ._importance import RULE
 from .context import language_of
@@ -150,7 +150,7 @@ def reflection_text(summary: str, task: str | None, fix: str | None, lang: str,
                                               f"What happened: {summary}\n\nJSON:"}]
         try:
             reply = llm.complete(prompt, path="task_end", schema=_RULE_SCHEMA, timeout=timeout)
-            rule = next((val.get("rule") for val in _json_values(reply)
+            rule = next((val.get("rule") for val in json_values(reply)
                          if isinstance(val, dict) and isinstance(val.get("rule"), str)), None)
             if rule is None:
                 reason = "bad_response: no JSON rule in the reply"

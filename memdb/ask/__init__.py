@@ -21,14 +21,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _steps as steps
 from ._expand import EXPANSIONS
 from ._models import AskResult, Expansion, Passage, RerankInfo, Retrieval
-from ._prompt import SYSTEM_PROMPT, parse_citations
+from ._prompt import (
+    SYSTEM_PROMPT,
+    build_messages,
+    parse_citations,
+    says_unknown,
+    strip_citations,
+    without_markers,
+)
 from ._rerank import RERANKERS, LLMReranker, Reranker
 
 __all__ = ["AskResult", "Retrieval", "Passage", "Expansion", "RerankInfo", "Reranker",
-           "LLMReranker", "EXPANSIONS", "RERANKERS", "SYSTEM_PROMPT", "parse_citations"]
+           "LLMReranker", "EXPANSIONS", "RERANKERS", "SYSTEM_PROMPT", "parse_citations",
+           "build_messages", "says_unknown", "strip_citations", "without_markers", "steps",
+           "FROM_ENV", "MAX_K", "MAX_QUESTION_CHARS"]
 
-_FROM_ENV: Any = object()  # llm= default: the LLM the environment configures (MEMDB_LLM_*)
+FROM_ENV: Any = object()  # llm= default: the LLM the environment configures (MEMDB_LLM_*)
 MAX_QUESTION_CHARS = 4000
 MAX_K = 50

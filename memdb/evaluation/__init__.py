@@ -6,6 +6,7 @@
 """
 
 from ._locomo_data import Conversation, Question, Turn, load_locomo, parse_date, parse_evidence
+from ._metrics import CATEGORY_NAMES
 from .crossval import format_cv_table, run_locomo_cv
 from .extraction import format_extraction, run_extraction
 from .locomo import DEFAULT_CONFIGS, format_table, memory_inputs, run_locomo
@@ -13,4 +14,4 @@ from .locomo import DEFAULT_CONFIGS, format_table, memory_inputs, run_locomo
 __all__ = ["run_locomo", "format_table", "run_locomo_cv", "format_cv_table", "run_extraction",
            "format_extraction", "load_locomo",
            "DEFAULT_CONFIGS", "memory_inputs", "Conversation", "Question", "Turn", "parse_date",
-           "parse_evidence"]
+           "parse_evidence", "CATEGORY_NAMES"]

@@ -28,7 +28,7 @@ from ..store import MemoryStore
 from ._locomo_data import load_locomo
 from ._metrics import CATEGORY_NAMES, QuestionResult, score_question, summarize
 from ._scratch import scratch_database
-from .locomo import _Progress, memory_inputs
+from .locomo import Progress, memory_inputs
 
 __all__ = ["run_expansion", "format_expansion"]
 
@@ -55,7 +55,7 @@ def run_expansion(path: str | os.PathLike[str], *, dsn: str | None = None,
         configs[e] = {"expand": None if e == "none" else e}
         if rerank:
             configs[f"{e}+rerank_{rerank}"] = {**configs[e], "reranker": rerank}
-    show = _Progress(progress)
+    show = Progress(progress)
     convs = load_locomo(path, limit_conversations)
     questions = [(conv, q) for conv in convs for q in conv.questions]
     if max_questions is not None:

@@ -39,7 +39,7 @@ from ..embeddings import Embedder, embedder_from_env
 from ..llm import ChatLLM, llm_from_env
 from ..store import MemoryStore
 from ._scratch import scratch_database
-from .locomo import _Progress
+from .locomo import Progress
 
 __all__ = ["run_extraction", "format_extraction", "load_turns", "matches", "DEFAULT_TURNS"]
 
@@ -123,7 +123,7 @@ def run_extraction(path: str | os.PathLike[str] | None = None, *, dsn: str | Non
     paths: dict[str, ChatLLM | None] = {"heuristic": None}
     if chat is not None:
         paths["llm"] = chat
-    show = _Progress(progress)
+    show = Progress(progress)
     embedder = embedder or embedder_from_env()
     results: dict[str, Any] = {}
     with scratch_database(dsn) as scratch, MemoryStore(scratch, embedder=embedder,

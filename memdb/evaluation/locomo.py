@@ -48,7 +48,7 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-class _Progress:
+class Progress:
     """Rate-limited progress lines on stderr."""
 
     def __init__(self, enabled: bool, every: float = 3.0) -> None:
@@ -149,7 +149,7 @@ def collect(convs: Sequence[Conversation], *, dsn: str | None,
     ``vector_cache``: take the turns' vectors from (and add them to) the on-disk
     :class:`~memdb.evaluation._vector_cache.PassageVectorCache`."""
     started = time.perf_counter()
-    show = _Progress(progress)
+    show = Progress(progress)
     for config in configs.values():  # bad settings fail before any work
         _search_kwargs(config, Conversation(""))
         describe(config)

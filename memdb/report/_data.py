@@ -80,7 +80,7 @@ def load_eval(path: str | Path) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError) as exc:
         raise InvalidInput(f"not an evaluation JSON of `memdb eval locomo` ({path}): "
                            f"{exc}") from None
-    from ..evaluation._metrics import CATEGORY_NAMES
+    from ..evaluation import CATEGORY_NAMES
 
     k = 10 if 10 in ks else max(ks)
     key = f"recall@{k}"
