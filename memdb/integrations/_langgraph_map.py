@@ -4,12 +4,16 @@ functions, no I/O (the store in :mod:`memdb.integrations.langgraph` runs them).
 * URI: ``mem://{subject}/{category}/ns/{label}/{label}/.../={key}``, every label and the key
   percent-encoded (``/``, ``=``, ``%`` and everything but letters, digits and ``-_.~``), so a
   namespace prefix is a URI prefix (``Filter(uri_prefix=...)``) and the URI names one item.
-* value: the memory's ``metadata``, exactly; its text (the ``index`` fields, default the
-  whole value) is the memory's ``content``, followed by the item's path in brackets so two
-  items with equal values stay two memories (memdb bumps identical content, not copies it).
+* value: the memory's ``metadata``; PostgreSQL's JSONB keeps an object's keys in its own order
+  (shorter keys first), so where the value's order differs, the order is kept beside it under
+  :data:`ORDER_KEY` (:func:`pack`) and restored on every read (:func:`unpack`); its text (the
+  ``index`` fields, default the whole value) is the memory's ``content``, followed by the
+  item's path in brackets so two items with equal values stay two memories (memdb bumps
+  identical content, not copies it).
 * ``filter``: equality conditions go to memdb's metadata filter (JSON containment, inside
   the SQL scan); every condition (``$eq``, ``$ne``, ``$gt``...) is then checked exactly here,
-  as LangGraph's InMemoryStore does.
+  as LangGraph's InMemoryStore does: a comparison (``$gt``...) with a field that is missing or
+  not a number raises :class:`FilterTypeError`, as ``float()`` does there.
 """
 
 from __future__ import annotations
@@ -23,12 +27,64 @@ from ..errors import InvalidInput
 from ..uris import encode_subject
 
 __all__ = ["root", "item_uri", "prefix_uri", "parse_uri", "content_for", "norm_key",
-           "sql_filter", "matches", "TTL_TAG", "ttl_tag", "ttl_of", "MAX_TEXT_CHARS"]
+           "sql_filter", "matches", "compares", "FilterTypeError", "pack", "unpack",
+           "ORDER_KEY", "TTL_TAG", "ttl_tag", "ttl_of", "MAX_TEXT_CHARS"]
 
 TAG = "langgraph"
 TTL_TAG = "langgraph:ttl="  # + minutes: the item's TTL, renewed on reads
 MAX_TEXT_CHARS = 60_000  # content is at most 65,536 characters; the value itself is whole
 _OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+ORDER_KEY = "langgraph:order"  # in metadata: [[path, [keys in the value's order]], ...]
+
+
+class FilterTypeError(InvalidInput, TypeError):
+    """A filter's comparison (``$gt``, ``$gte``, ``$lt``, ``$lte``) met a field that is missing
+    or not a number in some item of the searched namespaces: LangGraph's InMemoryStore raises
+    there too (``float()`` of it), so a filter never silently means two things."""
+
+
+def _jsonb_order(keys: list[str]) -> list[str]:
+    """The order PostgreSQL's jsonb keeps an object's keys in: shorter first (in bytes), then
+    bytewise."""
+    return sorted(keys, key=lambda k: (len(k.encode("utf-8")), k.encode("utf-8")))
+
+
+def pack(value: dict[str, Any]) -> dict[str, Any]:
+    """The metadata that stores ``value``: the value itself, plus :data:`ORDER_KEY` listing the
+    keys of every object whose order jsonb would not keep (none: the value as it is)."""
+    if ORDER_KEY in value:
+        raise InvalidInput(f"{ORDER_KEY!r} is reserved by memdb's LangGraph store (it keeps "
+                           "the order of a value's keys); use another key")
+    order: list[list[Any]] = []
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            keys = list(node)
+            if len(keys) > 1 and keys != _jsonb_order(keys):
+                order.append([path, keys])
+            stack.extend((node[k], [*path, k]) for k in reversed(keys))
+        elif isinstance(node, list):
+            stack.extend((x, [*path, i]) for i, x in reversed(list(enumerate(node))))
+    return {**value, ORDER_KEY: order} if order else dict(value)
+
+
+def unpack(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The value :func:`pack` stored: its objects' keys back in the order they were given."""
+    order = metadata.get(ORDER_KEY)
+    if order is None:
+        return metadata
+    value = {k: x for k, x in metadata.items() if k != ORDER_KEY}
+    for path, keys in order:  # outer objects first: each is rebuilt, then reached by key
+        if not path:
+            value = {k: value[k] for k in keys}
+            continue
+        parent: Any = value
+        for step in path[:-1]:
+            parent = parent[step]
+        node = parent[path[-1]]
+        parent[path[-1]] = {k: node[k] for k in keys}
+    return value
 
 
 def _seg(text: str) -> str:
@@ -76,6 +132,12 @@ def ttl_of(tags: tuple[str, ...] | list[str]) -> float | None:
     return None
 
 
+def _label(text: str) -> str:
+    """A label or key in the content's path: ``%`` and ``/`` escaped, so ``("a",)`` + ``"b/c"``
+    and ``("a", "b")`` + ``"c"`` are different paths (and different contents)."""
+    return text.replace("%", "%25").replace("/", "%2F")
+
+
 def _render(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
@@ -95,14 +157,15 @@ def content_for(value: dict[str, Any], namespace: tuple[str, ...], key: str,
                 fields: list[str] | None | bool) -> str:
     """What memdb indexes (BM25, exact) and embeds for this item: its text, then its path."""
     text = "" if fields is False else _text(value, None if fields is True else fields)
-    path = "[" + "/".join((*namespace, key)) + "]"
+    path = "[" + "/".join(_label(x) for x in (*namespace, key)) + "]"
     return f"{text[:MAX_TEXT_CHARS]}\n{path}" if text.strip() else path
 
 
 def sql_filter(flt: dict[str, Any] | None) -> dict[str, Any] | None:
     """The part of a LangGraph filter memdb's metadata containment can check in SQL: the
-    plain and ``$eq`` conditions on scalar values (necessary for a match, never sufficient
-    for lists and objects, which :func:`matches` checks exactly)."""
+    plain and ``$eq`` conditions on strings (necessary for a match; numbers, booleans and
+    null stay out, since Python's ``==`` that LangGraph uses has ``True == 1`` and a missing
+    field equal to ``None``; :func:`matches` checks every condition exactly)."""
     if not flt:
         return None
     if not isinstance(flt, dict):
@@ -114,9 +177,9 @@ def sql_filter(flt: dict[str, Any] | None) -> dict[str, Any] | None:
             if unknown:
                 raise InvalidInput(f"unsupported filter operator(s) {unknown} for {field!r}; "
                                    f"use {', '.join(_OPS)}")
-            if "$eq" in cond and not isinstance(cond["$eq"], (dict, list)):
+            if isinstance(cond.get("$eq"), str):
                 out[field] = cond["$eq"]
-        elif not isinstance(cond, (dict, list, tuple)):
+        elif isinstance(cond, str):
             out[field] = cond
     return out or None
 
@@ -139,11 +202,27 @@ def _operator(value: Any, op: str, arg: Any) -> bool:
         return value != arg
     try:
         a, b = float(value), float(arg)
-    except (TypeError, ValueError):
-        return False  # a missing or non-numeric field never compares
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise FilterTypeError(f"filter {op} compares numbers: {value!r} and {arg!r} are not "
+                              "both numbers (an item lacks the field or holds something else; "
+                              "narrow the namespace or filter on an equality first)") from exc
     return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
 
 
 def matches(value: dict[str, Any], flt: dict[str, Any] | None) -> bool:
-    """Whether an item's value passes a LangGraph filter (every condition holds)."""
+    """Whether an item's value passes a LangGraph filter (every condition holds, checked in
+    the filter's order and stopping at the first that fails, as InMemoryStore does)."""
     return not flt or all(_compare(value.get(k), c) for k, c in flt.items())
+
+
+def compares(flt: dict[str, Any] | None) -> bool:
+    """Whether a filter holds a comparison that can raise (:class:`FilterTypeError`): then
+    every item under the prefix is checked, not only the page returned."""
+    def walk(cond: Any) -> bool:
+        if isinstance(cond, dict):
+            return any(str(k) in ("$gt", "$gte", "$lt", "$lte") or walk(c)
+                       for k, c in cond.items())
+        if isinstance(cond, (list, tuple)):
+            return any(walk(c) for c in cond)
+        return False
+    return bool(flt) and walk(flt)

@@ -9,15 +9,19 @@ implement ``langgraph.store.base.BaseStore`` (``pip install 'memdb[langgraph]'``
 Mapping (docs/langgraph.md): the tenant (and subject, default ``"langgraph"``, and category,
 default ``"general"``) are fixed by the store's configuration, never by a namespace; a
 namespace and key become the memory's URI ``mem://{subject}/{category}/ns/{labels...}/={key}``
-(:mod:`memdb.integrations._langgraph_map`); the value is its ``metadata``, exactly; the text of
-the value (the ``index`` fields, default all of it) is its ``content``. A put of an existing
-key updates that memory in place (version, history row), so ``created_at`` stays and
-``updated_at`` moves. ``search(query=...)`` is memdb's hybrid search (vector + BM25 + exact,
-fused), confined to the namespace prefix by a URI-prefix filter inside the SQL scan.
-Puts bypass memdb's write gate: a key-value store keeps what it is given.
+(:mod:`memdb.integrations._langgraph_map`); the value is its ``metadata`` (key order kept); the
+text of the value (the ``index`` fields, default all of it) is its ``content``. The puts of a
+batch are one atomic upsert (one transaction under the store's write lock: the last writer
+wins); a put of an existing key updates that memory in place (version, history row), so
+``created_at`` stays and ``updated_at`` moves. ``search(query=...)`` is memdb's hybrid search
+(vector + BM25 + exact, fused), or vector similarity alone with ``ranking="vector"``,
+confined to the namespace prefix by a URI-prefix filter inside the SQL scan; without a query,
+items come most recently updated first. Puts bypass memdb's write gate: a key-value store
+keeps what it is given.
 
 The operations are written once, in :meth:`MemdbStore._batch`; :class:`AsyncMemdbStore` runs
 the same body on :class:`memdb.AsyncMemoryStore`'s async driver (:func:`memdb._bridge.run`).
+Concurrent async calls share batches (:mod:`memdb.integrations._langgraph_batch`).
 """
 
 from __future__ import annotations
@@ -26,14 +30,18 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+from psycopg.types.json import Jsonb
+
 from .. import _bridge, _sql
 from .. import _validate as v
 from ..aio import AsyncMemoryStore
-from ..embeddings import Embedder
+from ..embeddings import Embedder, embed_checked
 from ..errors import InvalidInput, MemdbError, MissingDependency
+from ..inputs import as_input
 from ..models import Category, Memory
 from ..store import MAX_K, MemoryStore
 from . import _langgraph_map as lg
+from ._langgraph_batch import Batcher
 
 try:
     from langgraph.store.base import (
@@ -90,7 +98,10 @@ class MemdbStore(BaseStore):
     index config; its ``fields`` choose the text that is searched (default the whole value);
     memdb embeds with its own embedder, so ``embed`` and ``dims`` are refused (pass
     ``embedder=``). ``ttl``: LangGraph's TTL config (``default_ttl`` minutes,
-    ``refresh_on_read``); expired items are never returned.
+    ``refresh_on_read``); expired items are never returned. ``ranking``: ``"hybrid"``
+    (default: memdb's fused vector + BM25 + exact search, ``score`` the fused score) or
+    ``"vector"`` (vector similarity alone, ``score`` the cosine similarity, as LangGraph's
+    own stores rank and score).
     """
 
     supports_ttl = True
@@ -99,15 +110,20 @@ class MemdbStore(BaseStore):
                  subject: str = "langgraph", category: str = "general",
                  embedder: Embedder | None = None, index: dict[str, Any] | None = None,
                  ttl: dict[str, Any] | None = None, store: MemoryStore | None = None,
-                 pool_size: int = 4, actor: str | None = None) -> None:
+                 pool_size: int = 4, actor: str | None = None,
+                 ranking: str = "hybrid") -> None:
         subject = v.name(subject, "subject")
         self._mem, self._owns = _own_store(MemoryStore, store, dsn, tenant=tenant,
                                            subject=subject, embedder=embedder,
                                            pool_size=pool_size, actor=actor)
-        self._configure(self._mem.subject or subject, category, index, ttl)
+        self._configure(self._mem.subject or subject, category, index, ttl, ranking)
+        self._batcher = Batcher(lambda ops: asyncio.to_thread(self._batch, ops))
 
     def _configure(self, subject: str, category: str, index: dict[str, Any] | None,
-                   ttl: dict[str, Any] | None) -> None:
+                   ttl: dict[str, Any] | None, ranking: str) -> None:
+        if ranking not in ("hybrid", "vector"):
+            raise InvalidInput(f"ranking must be 'hybrid' or 'vector', got {ranking!r}")
+        self.ranking = ranking
         self.subject = subject
         self.category = v.choice(category, Category, "category").value
         self._root = lg.root(self.subject, self.category)
@@ -129,6 +145,13 @@ class MemdbStore(BaseStore):
             if ttl.get("default_ttl") is not None:
                 self._ttl_seconds(ttl["default_ttl"])
         self.ttl_config = ttl
+        embedder = self._mem.embedder
+        # LangGraph's IndexConfig as memdb uses it: memdb always indexes (its embedder, the
+        # whole value unless ``fields`` narrow it), so this is never None
+        self.index_config: dict[str, Any] = {
+            "dims": embedder.dims, "fields": list(self.index_fields or ["$"]),
+            "embed": lambda texts: [[float(x) for x in vec]
+                                    for vec in embed_checked(embedder, list(texts))]}
 
     @property
     def tenant(self) -> str:
@@ -148,8 +171,9 @@ class MemdbStore(BaseStore):
         return self._batch(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        # the synchronous store's driver blocks: run it off the event loop
-        return await asyncio.to_thread(self._batch, list(ops))
+        """Concurrent calls share batches; each batch runs off the event loop (the synchronous
+        store's driver blocks)."""
+        return await self._batcher.submit(list(ops))
 
     def close(self) -> None:
         """Close the connection pool (only if this store opened it)."""
@@ -199,11 +223,12 @@ class MemdbStore(BaseStore):
     def _item(self, memory: Memory, score: float | None = None, *,
               search: bool = False) -> Item:
         namespace, key = lg.parse_uri(self._root, memory.uri)
+        value = lg.unpack(memory.metadata)
         if search:
-            return SearchItem(namespace=namespace, key=key, value=memory.metadata,
+            return SearchItem(namespace=namespace, key=key, value=value,
                               created_at=memory.created_at, updated_at=memory.updated_at,
                               score=score)
-        return Item(value=memory.metadata, key=key, namespace=namespace,
+        return Item(value=value, key=key, namespace=namespace,
                     created_at=memory.created_at, updated_at=memory.updated_at)
 
     @staticmethod
@@ -218,54 +243,91 @@ class MemdbStore(BaseStore):
         if refresh_ttl and minutes is not None:
             refresh[memory.id] = minutes * 60.0
 
-    def _rows(self, uris: list[str]) -> dict[str, dict[str, Any]]:
-        """The newest current row at each item URI (expired ones flagged)."""
-        with self._mem._transaction() as conn:
-            rows = conn.execute(_sql.query("langgraph_get"), {
-                "tenant": self.tenant, "subject": self.subject, "category": self.category,
-                "uris": sorted(set(uris)), "keys": sorted({lg.norm_key(u) for u in uris})
-            }).fetchall()
+    def _rows(self, uris: list[str], conn: Any = None) -> dict[str, dict[str, Any]]:
+        """The newest current row at each item URI (expired ones flagged), in ``conn``'s
+        transaction or a new one."""
+        if conn is None:
+            with self._mem._transaction() as own:
+                return self._rows(uris, own)
+        rows = conn.execute(_sql.query("langgraph_get"), {
+            "tenant": self.tenant, "subject": self.subject, "category": self.category,
+            "uris": sorted(set(uris)), "keys": sorted({lg.norm_key(u) for u in uris})
+        }).fetchall()
         found: dict[str, dict[str, Any]] = {}
         for row in rows:
             found.setdefault(row["uri"], row)
         return found
 
+    def _list(self, prefix: str, metadata: dict[str, Any] | None, limit: int,
+              offset: int) -> list[Memory]:
+        """Current, unexpired items under a URI prefix, most recently updated first."""
+        with self._mem._transaction() as conn:
+            rows = conn.execute(_sql.query("langgraph_list"), {
+                "tenant": self.tenant, "subject": self.subject, "category": self.category,
+                "prefix": prefix, "metadata": None if metadata is None else Jsonb(metadata),
+                "limit": limit, "offset": offset}).fetchall()
+        return [Memory.from_row(r) for r in rows]
+
+    def _filtered(self, prefix: str, op: SearchOp, want: int | None) -> list[Memory]:
+        """The items under ``prefix`` passing the filter, most recently updated first: the
+        first ``want`` of them, or (``None``) all, every item checked (so a comparison that
+        cannot be made raises, as in InMemoryStore, whichever page is asked for)."""
+        in_sql = None if want is None else lg.sql_filter(op.filter)
+        matched: list[Memory] = []
+        start = 0
+        while want is None or len(matched) < want:
+            rows = self._list(prefix, in_sql, _PAGE, start)
+            matched += [m for m in rows if lg.matches(lg.unpack(m.metadata), op.filter)]
+            if len(rows) < _PAGE:
+                break
+            start += _PAGE
+        return matched
+
     def _search(self, op: SearchOp, refresh: dict[Any, float]) -> list[SearchItem]:
         v.offset(op.offset)
         if not isinstance(op.limit, int) or isinstance(op.limit, bool) or op.limit < 0:
             raise InvalidInput(f"limit must be a non-negative integer, got {op.limit!r}")
+        lg.sql_filter(op.filter)  # a malformed filter or unknown operator is refused first
+        prefix = lg.prefix_uri(self._root, tuple(op.namespace_prefix))
+        want = op.offset + op.limit
+        # a comparison may raise on any item: then every item under the prefix is checked
+        every = self._filtered(prefix, op, None) if lg.compares(op.filter) else None
         if op.limit == 0:
             return []
-        flt: dict[str, Any] = {"subject": self.subject, "category": self.category,
-                               "uri_prefix": lg.prefix_uri(self._root,
-                                                           tuple(op.namespace_prefix))}
-        in_sql = lg.sql_filter(op.filter)
-        if in_sql:
-            flt["metadata"] = in_sql
-        # SQL's containment narrows; every condition is then checked exactly here
-        exact = bool(op.filter)
-        want = op.offset + op.limit
         if op.query:
-            k = min(MAX_K, want * 4 + 10 if exact else want)
-            hits = self._mem.search(op.query, k=k, filter=flt)
-            found = [(h.memory, h.score) for h in hits
-                     if lg.matches(h.memory.metadata, op.filter)]
-            chosen: list[tuple[Memory, float | None]] = found[op.offset:want]
-        elif not exact:  # SQL decides the filter: one page at the offset
-            chosen = [(m, None) for m in self._mem.list(flt, limit=op.limit, offset=op.offset)]
-        else:  # page through, checking the conditions SQL could not
-            matched: list[Memory] = []
-            start = 0
-            while len(matched) < want:
-                rows = self._mem.list(flt, limit=_PAGE, offset=start)
-                matched += [m for m in rows if lg.matches(m.metadata, op.filter)]
-                if len(rows) < _PAGE:
-                    break
-                start += _PAGE
-            chosen = [(m, None) for m in matched[op.offset:want]]
+            chosen = self._query(op, prefix, want, every)
+        elif every is not None:
+            chosen = [(m, None) for m in every[op.offset:want]]
+        elif op.filter:
+            chosen = [(m, None) for m in self._filtered(prefix, op, want)[op.offset:want]]
+        else:  # one page at the offset
+            chosen = [(m, None) for m in self._list(prefix, None, op.limit, op.offset)]
         for memory, _score in chosen:
             self._note_read(memory, op.refresh_ttl, refresh)
         return [self._item(m, s, search=True) for m, s in chosen]
+
+    def _query(self, op: SearchOp, prefix: str, want: int,
+               every: list[Memory] | None) -> list[tuple[Memory, float | None]]:
+        """The ranked page of a search with a query: memdb's hybrid search, or with
+        ``ranking="vector"`` the vector route alone scored by cosine similarity."""
+        flt: dict[str, Any] = {"subject": self.subject, "category": self.category,
+                               "uri_prefix": prefix}
+        in_sql = lg.sql_filter(op.filter)
+        if in_sql and every is None:
+            flt["metadata"] = in_sql
+        k = min(MAX_K, want * 4 + 10 if op.filter else want)
+        if self.ranking == "vector":
+            hits = self._mem.search(op.query, k=k, filter=flt, routes=["vector"])
+            scored = sorted(((h.memory, h.details.get("vector_score")) for h in hits
+                             if h.details.get("vector_score") is not None),
+                            key=lambda pair: -pair[1])
+        else:
+            scored = [(h.memory, h.score) for h in self._mem.search(op.query, k=k, filter=flt)]
+        keep = None if every is None else {m.id for m in every}
+        found = [(m, s) for m, s in scored
+                 if (keep is None and lg.matches(lg.unpack(m.metadata), op.filter))
+                 or (keep is not None and m.id in keep)]
+        return found[op.offset:want]
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         v.offset(op.offset)
@@ -292,51 +354,99 @@ class MemdbStore(BaseStore):
                 "tenant": self.tenant, "ids": list(refresh), "secs": list(refresh.values())})
 
     def _put(self, ops: list[PutOp]) -> None:
-        uris = [lg.item_uri(self._root, tuple(op.namespace), str(op.key)) for op in ops]
+        """The puts of one batch (one per key) as one atomic upsert: every value is checked
+        and its text embedded first; then, in one transaction under the store's write lock
+        (``langgraph_lock``), the items are read again and deleted, updated in place or
+        inserted, so concurrent puts of a key queue and the last one wins."""
+        plans: list[tuple[PutOp, str, dict[str, Any] | None, str]] = []
         for op in ops:
-            if op.value is not None:
-                if not isinstance(op.namespace, tuple) or not op.namespace:
-                    raise InvalidInput("a namespace is a non-empty tuple of strings")
-                if op.namespace[0] == "langgraph":
-                    raise InvalidInput('a namespace cannot start with "langgraph"')
-                if not isinstance(op.value, dict):
-                    raise InvalidInput(f"a value must be a dict, got {type(op.value).__name__}")
-                if op.ttl is not None:
-                    self._ttl_seconds(op.ttl)
-                v.metadata(dict(op.value), "value")
-        existing = self._rows(uris)
-        new: list[dict[str, Any]] = []
-        for op, uri in zip(ops, uris, strict=True):
-            row = existing.get(uri)
-            if row is not None and (op.value is None or row["expired"]):
-                self._mem.delete(row["id"], reason="langgraph: delete")
-                row = None
+            uri = lg.item_uri(self._root, tuple(op.namespace), str(op.key))
             if op.value is None:
+                plans.append((op, uri, None, ""))
                 continue
-            value = dict(op.value)
+            if not isinstance(op.value, dict):
+                raise InvalidInput(f"a value must be a dict, got {type(op.value).__name__}")
+            if op.ttl is not None:
+                self._ttl_seconds(op.ttl)
+            value = v.metadata(dict(op.value), "value")
             fields: list[str] | None | bool = (False if op.index is False else
                                                op.index if isinstance(op.index, list)
                                                else self.index_fields)
             content = lg.content_for(value, tuple(op.namespace), str(op.key), fields)
-            tags = [lg.TAG] + ([lg.ttl_tag(op.ttl)] if op.ttl is not None else [])
-            ttl = None if op.ttl is None else self._ttl_seconds(op.ttl)
-            if row is not None:
-                changes: dict[str, Any] = {"metadata": value, "tags": tags, "ttl": ttl}
+            plans.append((op, uri, lg.pack(value), content))
+        uris = [uri for _, uri, _, _ in plans]
+        # embed what the items' current text does not already have (read again under the lock)
+        seen = self._rows(uris)
+        texts = sorted({c for _, uri, packed, c in plans if packed is not None
+                        and (seen.get(uri) is None or seen[uri]["content"] != c)})
+        vectors = self._vectors(texts)
+        space_id = self._mem.space_id()  # cached; asked before the transaction holds a connection
+        with self._mem._transaction() as conn:
+            conn.execute(_sql.query("langgraph_lock"), {
+                "tenant": self.tenant, "subject": self.subject, "category": self.category})
+            rows = self._rows(uris, conn)
+            new: list[tuple[dict[str, Any], Any]] = []
+            for op, uri, packed, content in plans:
+                row = rows.get(uri)
+                if row is not None and (packed is None or row["expired"]):
+                    self._mem._begin(conn, "langgraph: delete")
+                    conn.execute(_sql.query("delete_memory"),
+                                 {"tenant": self.tenant, "id": row["id"]})
+                    row = None
+                if packed is None:
+                    continue
+                tags = [lg.TAG] + ([lg.ttl_tag(op.ttl)] if op.ttl is not None else [])
+                if row is None:
+                    new.append(({"content": content, "subject": self.subject,
+                                 "category": self.category, "uri": uri, "metadata": packed,
+                                 "norm_key": lg.norm_key(uri), "tags": tags,
+                                 "ttl": None if op.ttl is None else self._ttl_seconds(op.ttl),
+                                 "source_type": "tool_observation"}, content))
+                    continue
+                changes: dict[str, Any] = {"metadata": packed, "tags": v.tags(tags)}
+                if op.ttl is None:
+                    changes["expires_at"] = None
+                else:
+                    changes["ttl_seconds"] = self._ttl_seconds(op.ttl)
+                vector = None
                 if content != row["content"]:
                     changes["content"] = content
-                self._mem.update(row["id"], gate=None, reason="langgraph: put", **changes)
-            else:
-                new.append({"content": content, "subject": self.subject,
-                            "category": self.category, "uri": uri, "metadata": value,
-                            "norm_key": lg.norm_key(uri), "tags": tags, "ttl": ttl,
-                            "source_type": "tool_observation"})
-        if new:
-            for item, result in zip(new, self._mem.add_many(new, gate=None,
-                                                             reason="langgraph: put"),
-                                    strict=True):
-                if result.outcome not in ("created", "superseded"):
-                    raise MemdbError(f"put of {item['uri']} was not stored "
-                                     f"({result.outcome}: {'; '.join(result.reasons)})")
+                    vector = vectors[content] if content in vectors else \
+                        self._vectors([content])[content]
+                self._mem._begin(conn, "langgraph: put")
+                conn.execute(_sql.query("update_memory"), {
+                    "tenant": self.tenant, "id": row["id"], "changes": Jsonb(changes),
+                    "embedding": vector, "space_id": None if vector is None else space_id})
+            if new:
+                self._insert(conn, new, vectors, space_id)
+
+    def _vectors(self, texts: list[str]) -> dict[str, Any]:
+        """The embeddings of these contents (None each when the embedder failed and the store
+        defers embedding, see MemoryStore.reembed)."""
+        if not texts:
+            return {}
+        self._mem._check_keyword_index([(t, None) for t in texts])
+        computed = self._mem._embed_passages(texts)
+        return dict(zip(texts, [None] * len(texts) if computed is None else list(computed),
+                        strict=True))
+
+    def _insert(self, conn: Any, new: list[tuple[dict[str, Any], str]],
+                vectors: dict[str, Any], space_id: int) -> None:
+        missing = [c for _, c in new if c not in vectors]
+        if missing:
+            vectors = {**vectors, **self._vectors(sorted(set(missing)))}
+        payload = [{"subject": self.subject, **as_input(item).to_item(), "tenant": self.tenant}
+                   for item, _ in new]
+        embeddings = [vectors[c] for _, c in new]
+        self._mem._begin(conn, "langgraph: put")
+        results = conn.execute(_sql.query("write_memories"), {
+            "items": Jsonb(payload), "embeddings": embeddings,
+            "space_id": space_id if any(e is not None for e in embeddings) else None,
+            "options": Jsonb({})}).fetchall()
+        for (item, _), result in zip(new, results, strict=True):
+            if result["outcome"] not in ("created", "superseded"):
+                raise MemdbError(f"put of {item['uri']} was not stored "
+                                 f"({result['outcome']}: {result['detail'] or ''})")
 
 
 class AsyncMemdbStore(MemdbStore):
@@ -350,14 +460,16 @@ class AsyncMemdbStore(MemdbStore):
                  subject: str = "langgraph", category: str = "general",
                  embedder: Embedder | None = None, index: dict[str, Any] | None = None,
                  ttl: dict[str, Any] | None = None, store: Any = None,
-                 pool_size: int = 4, actor: str | None = None) -> None:
+                 pool_size: int = 4, actor: str | None = None,
+                 ranking: str = "hybrid") -> None:
         subject = v.name(subject, "subject")
         self._amem, self._owns = _own_store(AsyncMemoryStore, store, dsn, tenant=tenant,
                                             subject=subject, embedder=embedder,
                                             pool_size=pool_size, actor=actor)
         self._mem = self._amem._sync
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._configure(self._mem.subject or subject, category, index, ttl)
+        self._configure(self._mem.subject or subject, category, index, ttl, ranking)
+        self._batcher = Batcher(self._abatch_now)
 
     @property
     def memory_store(self) -> Any:
@@ -365,7 +477,11 @@ class AsyncMemdbStore(MemdbStore):
         return self._amem
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
+        """Concurrent calls share batches (one ``_batch`` at a time per event loop, each on
+        one pooled connection at a time), as LangGraph's AsyncBatchedBaseStore does."""
+        return await self._batcher.submit(list(ops))
+
+    async def _abatch_now(self, ops: list[Op]) -> list[Result]:
         await self._amem._ready()
         self._loop = asyncio.get_running_loop()
         return await _bridge.run(self._batch, ops)

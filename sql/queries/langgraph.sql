@@ -18,12 +18,19 @@ WHERE m.tenant = %(tenant)s AND m.subject = %(subject)s AND m.category = %(categ
 ORDER BY m.uri, m.updated_at DESC, m.id;
 
 -- name: langgraph_namespaces
--- The distinct namespaces (item URIs without their "=key") holding current, unexpired items.
-SELECT DISTINCT regexp_replace(m.uri, '=[^/]*$', '') AS prefix
+-- The distinct namespaces (item URIs without their "=key") that ever held an item: current
+-- rows (expired or superseded too) and, from history, deleted ones; a namespace stays listed
+-- after its last item is deleted, as in LangGraph's InMemoryStore, until its history is erased.
+SELECT regexp_replace(m.uri, '=[^/]*$', '') AS prefix
 FROM memdb.memories m
 WHERE m.tenant = %(tenant)s AND m.subject = %(subject)s AND m.category = %(category)s
   AND m.uri LIKE ANY (memdb.like_prefixes(ARRAY[%(root)s]::text[]))
-  AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+UNION
+SELECT regexp_replace(h.before ->> 'uri', '=[^/]*$', '')
+FROM memdb.memory_history h
+WHERE h.tenant = %(tenant)s AND h.subject = %(subject)s AND h.op = 'delete'
+  AND h.before ->> 'category' = %(category)s
+  AND (h.before ->> 'uri') LIKE ANY (memdb.like_prefixes(ARRAY[%(root)s]::text[]))
 ORDER BY 1;
 
 -- name: langgraph_refresh_ttl
@@ -32,3 +39,27 @@ UPDATE memdb.memories m
 SET expires_at = now() + t.secs * interval '1 second'
 FROM unnest(%(ids)s::uuid[], %(secs)s::double precision[]) AS t(id, secs)
 WHERE m.tenant = %(tenant)s AND m.id = t.id AND m.valid_to IS NULL;
+
+-- name: langgraph_lock
+-- Puts of one store queue here (the lock memdb.write_memories takes for the same tenant,
+-- subject and category, so taking it first orders every lock the same way): reading the
+-- items and writing them is one atomic upsert, the last writer wins.
+SELECT pg_advisory_xact_lock(hashtextextended(
+    concat_ws(chr(31), %(tenant)s::text, %(subject)s::text, %(category)s::text), 0));
+
+-- name: langgraph_list
+-- The current, unexpired items under a URI prefix, most recently updated first (LangGraph's
+-- order for a search without a query), optionally narrowed by metadata containment.
+SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,
+       m.category, m.uri, m.content, m.search_context, m.norm_key, m.importance, m.confidence,
+       m.source_type, m.source_id, m.created_by, m.metadata, m.tags, m.created_at,
+       m.updated_at, m.expires_at, m.access_count, m.last_accessed_at, m.version, m.valid_from,
+       m.valid_to, m.superseded_by, (m.embedding IS NOT NULL) AS has_embedding, m.status,
+       m.tag_version
+FROM memdb.memories m
+WHERE m.tenant = %(tenant)s AND m.subject = %(subject)s AND m.category = %(category)s
+  AND m.uri LIKE ANY (memdb.like_prefixes(ARRAY[%(prefix)s]::text[]))
+  AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+  AND (%(metadata)s::jsonb IS NULL OR m.metadata @> %(metadata)s::jsonb)
+ORDER BY m.updated_at DESC, m.id DESC
+LIMIT %(limit)s OFFSET %(offset)s;
