@@ -6,6 +6,7 @@ forget-subject, export-subject) are hidden aliases."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ from ..errors import InvalidInput
 from ._app import CliError, cli, emit_json, json_option, store
 from ._format import short, table
 from ._groups import legacy, maintenance, subject
+from ._output import to_stdout, written
 from ._shared import FINITE, pairs
 from .session import session
 
@@ -260,7 +262,8 @@ def review_reject(review_id: str, decided_by: str | None, as_json: bool) -> None
 @subject.command("forget")
 @click.argument("subject")
 @click.option("--export", "export_to", metavar="PATH",
-              help="First write everything about SUBJECT to this new JSON file.")
+              help="First write everything about SUBJECT to this new JSON file (\"-\": "
+                   "standard output; the counts then go to standard error).")
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
@@ -272,16 +275,23 @@ def forget_subject(subject: str, export_to: str | None, dry_run: bool, yes: bool
             f"Erase every memory and trace of subject {subject!r} in tenant "
             f"{store().tenant!r}? This cannot be undone", err=True):
         raise CliError("not confirmed: nothing was deleted")
-    result = store().subjects.forget(subject, export_to=export_to, dry_run=dry_run)
+    err = to_stdout(export_to) and not dry_run
+    with written(export_to or "", "export.json") as target:
+        result = store().subjects.forget(subject, export_to=target if export_to else None,
+                                         dry_run=dry_run)
     if as_json:
-        emit_json(result.to_dict())
+        data = result.to_dict()
+        if err:
+            data["exported_to"] = "-"
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str), err=err)
         return
     for name, n in result.counts.items():
-        click.echo(f"{name:<16} {n}")
+        click.echo(f"{name:<16} {n}", err=err)
     if result.exported_to:
-        click.echo(f"exported to {result.exported_to}")
+        click.echo("exported to standard output" if err
+                   else f"exported to {result.exported_to}", err=err)
     click.echo(f"dry run: nothing deleted from subject {subject!r}" if dry_run
-               else f"erased subject {subject!r}")
+               else f"erased subject {subject!r}", err=err)
 
 
 legacy("forget-subject", "subject forget", forget_subject)
@@ -292,14 +302,18 @@ legacy("forget-subject", "subject forget", forget_subject)
 @click.argument("path")
 @json_option
 def export_subject(subject: str, path: str, as_json: bool) -> None:
-    """Write everything about SUBJECT to PATH as JSON (refuses to overwrite a file)."""
-    counts = store().subjects.export(subject, path)
+    """Write everything about SUBJECT to PATH as JSON (refuses to overwrite a file; "-":
+    standard output, the row counts then on standard error)."""
+    with written(path, "export.json") as target:
+        counts = store().subjects.export(subject, target)
+    err = to_stdout(path)
     if as_json:
-        emit_json({"subject": subject, "path": path, "rows": counts})
+        click.echo(json.dumps({"subject": subject, "path": path, "rows": counts},
+                              ensure_ascii=False, indent=2), err=err)
     else:
         for name, n in counts.items():
-            click.echo(f"{name:<16} {n}")
-        click.echo(f"exported to {path}")
+            click.echo(f"{name:<16} {n}", err=err)
+        click.echo("exported to standard output" if err else f"exported to {path}", err=err)
 
 
 legacy("export-subject", "subject export", export_subject)
