@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .. import keys as _keys
+from .._autoschema import owns_server
 from .._doors import KeyChecker, StoreCache
 from ..connection import Database
 from ._limits import RateLimiter
@@ -45,7 +46,10 @@ class DoorState:
             from ..embeddings import embedder_from_env
 
             self.embedder = await asyncio.to_thread(embedder_from_env)
-        self.stores = StoreCache(self.db.dsn, embedder=self.embedder,
+        # on the embedded server the stores open it themselves (no DSN), like every other
+        # door's: memdb owns that server, so a store registers its embedding space on first use
+        self.stores = StoreCache(None if owns_server(self.db) else self.db.dsn,
+                                 embedder=self.embedder,
                                  pool_size=self.settings.pool_size,
                                  max_open=self.settings.max_stores)
 
