@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _validate as v
 from .errors import InvalidInput
+from .ops.search_options import ranged
 
 __all__ = ["SearchOptions", "SearchResults", "ROUTES", "DEFAULT_OPTIONS"]
 
@@ -189,28 +190,26 @@ class SearchOptions:
         if self.speaker is not None and not isinstance(self.speaker, bool):
             raise InvalidInput("speaker must be a boolean")
         if self.speaker_weight is not None:
-            weight = _number(self.speaker_weight, "speaker_weight")
-            if not 0 <= weight <= 10:
-                raise InvalidInput(f"speaker_weight must be between 0 and 10, got {weight}")
+            _number(self.speaker_weight, "speaker_weight")  # its range: _RANGES, below
         if self.speaker is not None:
             out["speaker_boost"] = (0.5 if self.speaker_weight is None
                                     else float(self.speaker_weight)) if self.speaker else 0.0
         if self.decompose is not None and not isinstance(self.decompose, bool):
             raise InvalidInput("decompose must be a boolean")
+        checked = {**out, "speaker_weight": self.speaker_weight}
         for name, low, high in _RANGES:  # also checked in SQL (memdb.check_search_options)
-            if name in out and not low <= out[name] <= high:
-                raise InvalidInput(f"{name} must be between {low} and {high}, got {out[name]}")
+            if checked.get(name) is not None and not low <= checked[name] <= high:
+                raise InvalidInput(f"{name} must be between {low:g} and {high:g}, "
+                                   f"got {checked[name]}")
         return out
 
 
 _FIELDS = frozenset(f.name for f in fields(SearchOptions))
 
-# The ranges of the issue-19 options, as memdb.check_search_options has them: refused before
-# the round trip, the same on every server. (Twice a full test run on the Citus cluster let
-# prf = 101 through to the search without the SQL check refusing it; not yet explained.)
-_RANGES = (("neighbors", 0, 10), ("neighbor_weight", 0, 1), ("prf", 0, 100),
-           ("prf_terms", 1, 100), ("prf_weight", 0, 1), ("temporal", 0, 10),
-           ("session_prior", 0, 10), ("speaker_neighbors", 0, 1))
+# The ranges of the per-query options, declared once (memdb.ops.search_options) and refused
+# before the round trip, the same on every server; memdb.check_search_options refuses the same
+# values for psql callers (tests/test_ops.py checks both ends of every range there).
+_RANGES = ranged()
 
 
 # No search option needs a larger magnitude (rrf_k 60, half_life_days 365...); a larger one

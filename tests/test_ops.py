@@ -100,3 +100,66 @@ def test_a_declaration_is_checked_when_made():
     with pytest.raises(ValueError):
         type(SEARCH)("twice", "", (K, K), scope="tenant", result="", errors=())
     assert Param("q", "str", "", REQUIRED).required
+
+
+# -- search options: declared once, checked in Python and (for psql) in SQL --------------------
+from memdb.ops.search_options import SEARCH_OPTIONS  # noqa: E402
+from memdb.search import DEFAULT_OPTIONS, SearchOptions  # noqa: E402
+
+_SQL_NAME = {"speaker_weight": "speaker_boost"}
+
+
+def _sql_accepts(conn, name: str, value: float) -> bool:
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    try:
+        with conn.transaction():
+            conn.execute("SELECT memdb.check_search_options(%s)",
+                         (Jsonb({_SQL_NAME.get(name, name): value}),))
+        return True
+    except psycopg.errors.InvalidParameterValue:
+        return False
+
+
+def test_sql_refuses_exactly_what_the_declarations_refuse(fresh_db):
+    """memdb.check_search_options (psql callers) and SearchOptions (every other caller) agree
+    at both ends of every declared range and just past them."""
+    import psycopg
+
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        for p in SEARCH_OPTIONS:
+            if p.type == "bool":
+                continue
+            step = 1 if p.type == "int" else 0.001
+            for value, ok in ((p.minimum, True), (p.maximum, True),
+                              (p.minimum - step, False), (p.maximum + step, False)):
+                assert _sql_accepts(conn, p.name, value) is ok, (p.name, value)
+                python = SearchOptions(**{p.name: value})
+                if ok:
+                    python.to_json()
+                else:
+                    with pytest.raises(InvalidInput, match=p.name):
+                        python.to_json()
+
+
+def test_the_defaults_are_the_declared_ones():
+    for p in SEARCH_OPTIONS:
+        set_by_default = getattr(DEFAULT_OPTIONS, p.name)
+        if set_by_default is not None:
+            assert set_by_default == p.default, p.name
+
+
+def test_memdb_search_flags_are_generated_from_the_declarations(fresh_db):
+    from click.testing import CliRunner
+
+    from memdb.cli import cli
+
+    help_text = CliRunner().invoke(cli, ["search", "--help"]).output
+    for p in SEARCH_OPTIONS:
+        assert p.cli_flags()[0] in help_text, p.name
+        if p.maximum is not None:
+            assert f"Range {p.range_text()}" in help_text.replace("\n", " ").replace(
+                "  ", " ") or p.range_text() in help_text, p.name
+    out = CliRunner().invoke(cli, ["--dsn", fresh_db, "search", "tea", "--neighbors", "11"])
+    assert out.exit_code == 1 and "neighbors must be between 0 and 10" in out.output

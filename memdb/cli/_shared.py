@@ -34,6 +34,21 @@ class FiniteFloat(click.ParamType):
 FINITE = FiniteFloat()
 
 
+def declared_options(params: Any) -> Any:
+    """click options generated from declared parameters (memdb.ops): the flag, type, metavar
+    and help of each; a boolean is a flag. Unset, an option is None (the default applies)."""
+    def apply(f: Any) -> Any:
+        for p in reversed(params):
+            if p.type == "bool":
+                f = click.option(*p.cli_flags(), p.name, is_flag=True, help=p.describe())(f)
+            else:
+                f = click.option(*p.cli_flags(), p.name, type=int if p.type == "int" else FINITE,
+                                 metavar=p.metavar, default=None,
+                                 help=f"{p.describe()} Range {p.range_text()}.")(f)
+        return f
+    return apply
+
+
 def values(enum_type: type) -> str:
     return ", ".join(m.value for m in enum_type)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ._operation import Operation
 from .catalog import OPERATIONS
+from .search_options import SEARCH_OPTIONS
 
 __all__ = ["render"]
 
@@ -41,6 +42,21 @@ def _operation(op: Operation) -> str:
     return "\n".join(lines)
 
 
+def _search_options() -> str:
+    lines = ["## Search options", "",
+             "Per-query options of `search` (Python `SearchOptions`, HTTP `options`, CLI flags "
+             "of `memdb search`); the defaults are `memdb.search.DEFAULT_OPTIONS`. "
+             "`memdb.check_search_options` refuses the same values from psql.", "",
+             "| option | CLI | type | range | default | help |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for p in SEARCH_OPTIONS:
+        default = "" if p.default is None else f"`{p.default}`"
+        lines.append(f"| `{p.name}` | `{p.cli_flags()[0]}` | {p.type} | "
+                     f"{_cell(p.range_text())} | {default} | {_cell(p.help)} |")
+    return "\n".join(lines)
+
+
 def render() -> str:
     """The page's Markdown."""
-    return _HEAD + "\n" + "\n\n".join(_operation(op) for op in OPERATIONS) + "\n"
+    return (_HEAD + "\n" + "\n\n".join(_operation(op) for op in OPERATIONS) + "\n\n"
+            + _search_options() + "\n")

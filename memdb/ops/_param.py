@@ -93,6 +93,8 @@ class Param:
         if self.required or self.default is None or self.type == "bool" and not self.default:
             return self.help
         body, stop = (self.help[:-1], ".") if self.help.endswith(".") else (self.help, "")
+        if body.endswith(")"):
+            return f"{body[:-1]}; default {self.default}){stop}"
         return f"{body} (default {self.default}){stop}"
 
     def range_text(self) -> str:
