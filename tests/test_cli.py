@@ -430,7 +430,9 @@ def test_add_through_the_gate_prints_outcome_and_reasons(fresh_db: str) -> None:
     refused = run(fresh_db, "add", "我猜张伟住在上海", "--source-id", "chat-1")
     failed(refused, "the write gate refused")
     assert "hedged" in refused.stderr and rows(fresh_db) == 0
-    failed(run(fresh_db, "add", "Alice works at a start-up"), "no_source")
+    sourceless = run(fresh_db, "add", "Alice works at a start-up", "--source-type", "document")
+    failed(sourceless, "no_source")
+    assert "--source-id" in sourceless.stderr
     guess = ok_json(fresh_db, "add", "Bob is a vegetarian", "--source-type", "model_inference",
                     "--source-id", "s-1#4")
     assert guess["outcome"] == "hypothesis" and guess["created"] is True

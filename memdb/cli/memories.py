@@ -4,6 +4,7 @@ mark-used."""
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -47,7 +48,9 @@ def migrate(as_json: bool) -> None:
                         "help": "How sure the source is, 0 to 1."}),
     (["--source-type"], {"default": "user_statement", "show_default": True,
                          "help": f"Provenance, one of: {values(SourceType)}."}),
-    (["--source-id"], {"help": "Where exactly it came from (message id, file, URL...)."}),
+    (["--source-id"], {"help": "Where exactly it came from (message id, file, URL...). "
+                                "Default for a user_statement: the command line itself, "
+                                "cli:<UTC time>."}),
     (["--created-by"], {"help": "Who or what recorded it."}),
     (["--tag", "tags"], {"multiple": True, "help": "A tag (repeatable)."}),
     (["--metadata"], {"help": "A JSON object stored with the memory."}),
@@ -68,13 +71,16 @@ def add(text: str, as_json: bool, reason: str | None, metadata: str | None,
         tags: tuple[str, ...], dry_run: bool, no_gate: bool, **fields: Any) -> None:
     """Remember TEXT ("-" reads it from stdin), through the write gate.
 
-    Facts and rules need --source-id; model inferences become hypotheses. Identical text in
+    Facts and rules need a source: a user_statement (the default) typed here without
+    --source-id is recorded as coming from the command line (cli:<UTC time>); other source
+    types need --source-id. Model inferences become hypotheses. Identical text in
     the same scope is not stored twice (the existing memory is bumped); a near duplicate is
     merged; a new version of a --norm-key slot, or a correction ("不是A，是B"), supersedes
     the old one. A refused memory prints the gate's reasons and exits with status 1.
     """
     if text == "-":  # a UTF-8 BOM (Windows editors, PowerShell pipes) is not content
         text = sys.stdin.read().removeprefix("\ufeff")
+    fields["source_id"] = command_line_source(fields["source_type"], fields["source_id"])
     result = store().add_many([{"content": text, "metadata": parse_metadata(metadata),
                                 "tags": list(tags) or None, **fields}],
                               reason=reason, bypass_gate=no_gate, dry_run=dry_run)[0]
@@ -85,8 +91,20 @@ def add(text: str, as_json: bool, reason: str | None, metadata: str | None,
         for line in result.reasons:
             click.echo(f"  {line}")
     if result.rejected:
-        raise Rejected("the write gate refused the memory: " + "; ".join(result.reasons),
-                       result.reasons)
+        hint = ("; name the source with --source-id" if fields["source_id"] is None
+                and any(r.startswith("no_source") for r in result.reasons) else "")
+        raise Rejected("the write gate refused the memory: " + "; ".join(result.reasons)
+                       + hint, result.reasons)
+
+
+def command_line_source(source_type: str, source_id: str | None) -> str | None:
+    """The source of a memory typed on the command line: ``source_id`` when given; for a
+    user_statement without one, the command line itself, ``cli:<UTC time>`` (the gate's
+    provenance: who said it and when); for any other source type none (that source is not
+    the command line: the gate asks for --source-id)."""
+    if source_id is not None or source_type != SourceType.USER_STATEMENT.value:
+        return source_id
+    return "cli:" + datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @cli.command()
@@ -103,7 +121,10 @@ def add(text: str, as_json: bool, reason: str | None, metadata: str | None,
 )
 @json_option
 def gate(texts: tuple[str, ...], as_json: bool, **fields: Any) -> None:
-    """Show the write gate's decision on each TEXT; nothing is embedded or written."""
+    """Show the write gate's decision on each TEXT, as `memdb add` would meet it (a
+    user_statement without --source-id comes from the command line); nothing is embedded or
+    written."""
+    fields["source_id"] = command_line_source(fields["source_type"], fields["source_id"])
     decisions = DEFAULT_POLICY.decide_many([{"content": t, **fields} for t in texts])
     if as_json:
         emit_json([{"content": t, **d.to_dict()} for t, d in zip(texts, decisions, strict=True)])
