@@ -11,6 +11,7 @@ import psycopg
 from ._redact import redact
 
 __all__ = [
+    "status_of",
     "MemdbError",
     "InvalidInput",
     "DimensionMismatch",
@@ -102,6 +103,29 @@ class NotMigrated(DatabaseError):
 
 class EmbeddingError(MemdbError):
     """The embedding provider failed or returned unusable vectors."""
+
+
+# The HTTP status of each error (the HTTP door, the UI), most specific first.
+_STATUS: tuple[tuple[type[MemdbError], int], ...] = (
+    (TooLarge, 413),
+    (InvalidInput, 400),
+    (NotFound, 404),
+    (Forbidden, 403),
+    (Conflict, 409),
+    (Rejected, 422),
+    (NotMigrated, 503),
+    (DatabaseUnavailable, 503),
+    (EmbeddingError, 503),
+    (MissingDependency, 501),
+)
+
+
+def status_of(exc: MemdbError) -> int:
+    """The HTTP status that stands for ``exc`` (500 for an error without one)."""
+    for cls, status in _STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 500
 
 
 def translate(exc: psycopg.Error) -> MemdbError:

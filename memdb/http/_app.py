@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 
 from .. import _validate as v
+from .._json import jsonable
 from .._redact import redact
 from ..errors import Forbidden, InvalidInput, TooLarge
 from ..ingest import TextSource
 from ..keys import Binding
 from ..search import SearchOptions
 from . import _errors
-from ._json import jsonable
 from ._limits import BodyLimit
 from ._models import (
     AddMany,

@@ -16,45 +16,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .._redact import redact
-from ..errors import (
-    Conflict,
-    DatabaseUnavailable,
-    EmbeddingError,
-    Forbidden,
-    InvalidInput,
-    MemdbError,
-    MissingDependency,
-    NotFound,
-    NotMigrated,
-    Rejected,
-    TooLarge,
-)
+from ..errors import MemdbError, Rejected, status_of
 
 __all__ = ["install", "error_response", "status_of", "bounded", "MAX_ECHO", "MAX_MESSAGE"]
 
 LOGGER = logging.getLogger("memdb.http")
-
-# most specific first
-_STATUS: tuple[tuple[type[MemdbError], int], ...] = (
-    (TooLarge, 413),
-    (InvalidInput, 400),
-    (NotFound, 404),
-    (Forbidden, 403),
-    (Conflict, 409),
-    (Rejected, 422),
-    (NotMigrated, 503),
-    (DatabaseUnavailable, 503),
-    (EmbeddingError, 503),
-    (MissingDependency, 501),
-)
-
-
-def status_of(exc: MemdbError) -> int:
-    for cls, status in _STATUS:
-        if isinstance(exc, cls):
-            return status
-    return 500
-
 
 MAX_ECHO = 40  # characters of one value quoted from the request (a quoted string, a number)
 MAX_MESSAGE = 1000  # characters of a whole message

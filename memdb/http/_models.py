@@ -21,10 +21,13 @@ Name = Field(default=None, max_length=256)
 
 
 def declared(param: Param) -> Any:
-    """The pydantic field of a declared parameter (memdb.ops): its default, range, length and
-    help, so the OpenAPI document says what the other doors say."""
-    return Field(default=... if param.required else param.default, ge=param.minimum,
-                 le=param.maximum, max_length=param.max_length, description=param.describe())
+    """The pydantic field of a declared parameter (memdb.ops): its default, and its range,
+    length and help in the OpenAPI document, so it says what the other doors say. The range is
+    checked by memdb itself (InvalidInput: 400, as at every door), not by pydantic (422)."""
+    schema = {key: value for key, value in param.schema().items()
+              if key in ("minimum", "maximum", "maxLength", "minLength", "enum")}
+    return Field(default=... if param.required else param.default,
+                 description=param.describe(), json_schema_extra=schema or None)
 
 
 class _Body(BaseModel):

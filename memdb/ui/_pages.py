@@ -14,10 +14,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from psycopg.types.json import Jsonb
 
 from .. import _bridge, _sql
-from ..errors import Forbidden, InvalidInput, MemdbError, NotFound
+from .._json import jsonable
+from ..errors import Forbidden, InvalidInput, MemdbError, NotFound, status_of
 from ..filters import Filter
-from ..http._errors import status_of
-from ..http._json import jsonable
 from ..profile import profile_items
 from ._auth import (
     COOKIE,
