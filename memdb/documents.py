@@ -29,7 +29,6 @@ from typing import Any
 
 from . import _sql
 from . import _validate as v
-from ._deprecated import call_alias
 from ._grounding import coverage, grounded
 from .ask import (
     EXPANSIONS,
@@ -91,8 +90,6 @@ def _citation(row: dict[str, Any]) -> Citation:
 
 class Documents(Family):
     """``store.documents`` (see the module docstring)."""
-
-    __call__ = call_alias("documents", "list")  # store.documents(...) listed them until 0.2
 
     # -- ingestion (memdb.ingest) --------------------------------------------------------------
     def ingest(self, sources: Iterable[Any] | str | TextSource, *,

@@ -26,7 +26,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import _bridge, _deprecated, _sql
+from . import _bridge, _sql
 from . import _validate as v
 from ._autoschema import owns_server
 from .agent import Agent
@@ -184,9 +184,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     The core verbs (add, search, recall, get, list, update, delete, history, remember,
     context, ...) are the store's own; each family of the rest is a small object reached from
     it: :attr:`sessions`, :attr:`documents`, :attr:`graph`, :attr:`review`, :attr:`traces`,
-    :attr:`maintenance`, :attr:`subjects`. The old flat names (``add_message``,
-    ``ingest``, ``maintain``...) still work for one release and warn
-    (:mod:`memdb._deprecated`).
+    :attr:`maintenance`, :attr:`subjects`.
     """
 
     _driver = "sync"  # the async driver's core is a subclass with "async" (memdb.aio)
@@ -221,13 +219,6 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         if gate is not None and not isinstance(gate, WritePolicy):
             raise InvalidInput(f"gate must be a WritePolicy or None, got {type(gate).__name__}")
         self.gate = gate
-
-    # The deprecated aliases work but are left out of dir(store), which shows the core verbs
-    # and the families (the shape of the product).
-    _hidden_names = frozenset(_deprecated.ALIASES) | frozenset(_deprecated.PROPERTIES)
-
-    def __dir__(self) -> list[str]:
-        return [n for n in super().__dir__() if n not in self._hidden_names]
 
     def __repr__(self) -> str:  # the DSN without its password; never an API key
         return (f"MemoryStore(tenant={self.tenant!r}, subject={self.subject!r}, db={self.db!r}, "
@@ -815,7 +806,3 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             cur = conn.execute(_sql.query("count_memories"), {"tenant": self.tenant})
         return int(cur.fetchone()["n"])
 
-
-_FAMILIES = {"sessions": Sessions, "documents": Documents, "graph": Graph, "review": Review,
-             "traces": Traces, "maintenance": Maintenance, "subjects": Subjects}
-_deprecated.install(MemoryStore, _FAMILIES)  # the old flat names, for one release

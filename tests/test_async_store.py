@@ -268,12 +268,13 @@ def test_every_embedding_goes_through_the_checked_bridge():
     assert direct == []
 
 
-def test_dir_shows_the_shape_not_the_deprecated_names(fresh_db, embedder):
-    """dir(store) lists the core verbs and the families; old names work but are not listed."""
+def test_dir_shows_the_shape_and_no_old_names(fresh_db, embedder):
+    """dir(store) lists the core verbs and the families; the old flat names are gone."""
     with MemoryStore(fresh_db, embedder=embedder, gate=None) as store:
         shown = {n for n in dir(store) if not n.startswith("_")}
         assert {"sessions", "documents", "maintenance", "search", "recall"} <= shown
         assert not shown & {"add_message", "search_documents", "maintain", "token_counter"}
+        assert not hasattr(store, "add_message") and not hasattr(store, "maintain")
         assert len({n for n in shown if callable(getattr(store, n))}) < 40
         astore = AsyncMemoryStore(fresh_db, embedder=embedder, gate=None)
         assert {n for n in dir(astore) if not n.startswith("_")} == shown

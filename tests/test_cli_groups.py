@@ -1,15 +1,17 @@
 """The CLI grouped as the store's families (``memdb documents|graph|maintenance|traces|subject
-...``), a short ``memdb --help``, and the old flat commands as hidden, working aliases that say
-where the command went."""
+...``), a short ``memdb --help``; the old flat commands are gone (no hidden aliases), and a
+mistyped command is answered with suggestions of real, listed commands only."""
 
 from __future__ import annotations
 
-import json
+import re
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from memdb.cli import cli
+from memdb.cli._app import Group
 from tests.cli_helpers import add, ok_json, run
 
 GROUPS = {"documents", "graph", "maintenance", "traces", "subject", "session", "review"}
@@ -22,9 +24,9 @@ def test_help_shows_the_core_verbs_and_the_groups_only() -> None:
     out = CliRunner().invoke(cli, ["--help"]).output
     listed = {line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()}
     assert GROUPS <= listed and {"add", "search", "recall", "get", "context"} <= listed
-    assert not OLD & listed  # hidden, still callable
+    assert not OLD & listed
     assert len(listed) <= 36  # (+ the doors of issue 16: mcp, serve, keys; issue 20: ui, report)
-    assert set(cli.commands) >= OLD
+    assert not OLD & set(cli.commands)  # gone, not hidden
 
 
 def test_family_commands(fresh_db: str, tmp_path) -> None:
@@ -59,53 +61,55 @@ def test_family_commands(fresh_db: str, tmp_path) -> None:
     assert ok_json(fresh_db, "maintenance", "pending") == {"pending": 0}
 
 
-def test_old_commands_warn_on_stderr_and_still_work(fresh_db: str) -> None:
-    old = run(fresh_db, "ingest", "-", "--id", "kb:one", "--json", input="# T\n\n一段文字。")
-    assert old.exit_code == 0, old.output
-    assert old.stderr.strip() == "deprecated: use `memdb documents ingest`"
-    assert json.loads(old.stdout)["counts"] == {"created": 1}
-
-    listing = run(fresh_db, "documents", "--json")  # the group took the old command's name
-    assert listing.stderr.strip() == "deprecated: use `memdb documents list`"
-    assert [d["uri"] for d in json.loads(listing.stdout)] == ["kb:one"]
-
-    add(fresh_db, "张三和李四是同事。")
-    run(fresh_db, "graph", "link", "--heuristic")
-    neighbours = run(fresh_db, "graph", "李四", "--json")
-    assert neighbours.stderr.strip() == "deprecated: use `memdb graph neighbors`"
-    assert json.loads(neighbours.stdout)["entities"][0]["name"] == "李四"
-
-    turn = run(fresh_db, "session", "add", "s1", "user", "hello", "--json")
-    assert turn.stderr.strip() == "deprecated: use `memdb session append`"
-    assert json.loads(turn.stdout)["id"] >= 1
-    purge = run(fresh_db, "purge", "--json")
-    assert purge.stderr.strip() == "deprecated: use `memdb maintenance purge`"
-    assert json.loads(purge.stdout) == {"purged": 0}
-    assert run(fresh_db, "trace", "--json").stderr.strip() == \
-        "deprecated: use `memdb traces list`"
+def _commands(group: click.Group) -> dict[str, click.Command]:
+    found = {}
+    for name, command in group.commands.items():
+        found[name] = command
+        if isinstance(command, click.Group):
+            found.update({f"{name} {sub}": c for sub, c in _commands(command).items()})
+    return found
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    (["remove-document", "kb:none"], "documents remove"),
-    (["search-documents", "密钥"], "documents search"),
-    (["ask", "多久轮换一次密钥？", "--no-llm"], "documents ask"),
-    (["link", "--heuristic"], "graph link"),
-    (["stats"], "traces stats"),
-    (["trace", "--purge"], "traces purge` / `memdb traces erase"),
-    (["maintain", "--dry-run"], "maintenance run"),
-    (["reembed"], "maintenance reembed"),
-    (["pending-embeddings"], "maintenance pending"),
-    (["sediment", "--dry-run"], "maintenance sediment"),
-    (["classify", "--backfill", "--dry-run"], "maintenance reclassify"),
-    (["consolidate", "s1", "--dry-run"], "session consolidate"),
-    (["summarize", "s1", "--dry-run"], "session summarize"),
-    (["forget-subject", "nobody", "--dry-run"], "subject forget"),
-    (["export-subject", "nobody", "EXPORT"], "subject export"),
-])
-def test_every_old_command_still_runs(module_db: str, tmp_path, old: list[str],
-                                      new: str) -> None:
-    args = [str(tmp_path / "x.json") if a == "EXPORT" else a for a in old]
-    result = run(module_db, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr.splitlines()[0] == f"deprecated: use `memdb {new}`"
-    json.loads(result.stdout)
+def test_no_hidden_commands_are_left() -> None:
+    hidden = [name for name, command in _commands(cli).items() if command.hidden]
+    assert hidden == []
+
+
+def suggestions(*args: str) -> list[str]:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 2, result.output
+    assert "No such command" in result.stderr
+    found = re.search(r"Did you mean (?:one of: )?(.*?)\?\)?$", result.stderr.strip())
+    return re.findall(r"'([^']+)'", found.group(1)) if found else []
+
+
+@pytest.mark.parametrize("args", [["forget"], ["ingest"], ["export-subject"], ["maintain"],
+                                  ["trace"], ["classify"], ["session", "add"],
+                                  ["documents", "serch"], ["graph", "李四"], ["subjects"]])
+def test_typos_and_old_names_suggest_real_listed_commands(args: list[str]) -> None:
+    *groups, name = args
+    group: click.Group = cli
+    for part in groups:
+        group = group.commands[part]  # type: ignore[assignment]
+    listed = {n for n, c in group.commands.items() if not c.hidden}
+    offered = suggestions(*args)
+    assert set(offered) <= listed, offered
+    assert "forget-subject" not in offered
+    if args == ["documents", "serch"]:
+        assert offered == ["search"]
+
+
+def test_suggestions_leave_out_hidden_commands() -> None:
+    """Even a hidden command (none is left in memdb) is never offered as a correction."""
+    group = Group("tool")
+    group.add_command(click.Command("forget-subject", hidden=True, callback=lambda: None))
+    group.add_command(click.Command("forget-all", callback=lambda: None))
+    sub = group.group("inner")(lambda: None)
+    sub.add_command(click.Command("apend", hidden=True, callback=lambda: None))
+    sub.add_command(click.Command("append", callback=lambda: None))
+    result = CliRunner().invoke(group, ["forget-subjec"])
+    assert result.exit_code == 2
+    assert "Did you mean 'forget-all'?" in result.stderr and "forget-subject" not in \
+        result.stderr
+    inner = CliRunner().invoke(group, ["inner", "apen"])
+    assert "Did you mean 'append'?" in inner.stderr and "apend'" not in inner.stderr

@@ -1,5 +1,5 @@
-"""The store's public surface: the core verbs, the family attributes, and the old flat names kept
-for one release as deprecated aliases (memdb._deprecated)."""
+"""The store's public surface: the core verbs and the family attributes; the old flat names
+(``add_message``, ``ingest``, ``maintain``...) are gone, not kept as aliases."""
 
 from __future__ import annotations
 
@@ -7,19 +7,15 @@ import functools
 import inspect
 import typing
 import warnings
-from typing import Any
 
-import pytest
-
-from memdb import MemoryStore
-from memdb._deprecated import ALIASES, CALLABLE, PROPERTIES
+from memdb import AsyncMemoryStore, MemoryStore
 from memdb.documents import Documents
 from memdb.family import Family
 from memdb.graph import Graph
 from memdb.maintenance import Maintenance
 from memdb.meta import MetaMemory
 from memdb.review import Review
-from memdb.session import Sessions, SessionWindow
+from memdb.session import Sessions
 from memdb.subjects import Subjects
 from memdb.traces import Traces
 
@@ -45,28 +41,45 @@ def public(obj: object) -> set[str]:
     return {n for n in dir(obj) if not n.startswith("_")}
 
 
-# MemoryStore's public names before the families (0.1): none may be lost without an alias
-BEFORE = {
-    "add", "add_many", "add_message", "ask", "build_context", "citations", "close", "consolidate",
-    "count", "decay_hypotheses", "decide", "delete", "delete_session", "dispatch", "documents",
-    "embedder", "erase_traces", "export_subject", "forget_by_age", "forget_by_capacity",
-    "forget_by_importance", "forget_subject", "get", "get_session", "get_state",
-    "graph_neighbors", "graph_search", "history", "ingest", "link_entities", "list",
-    "list_sessions", "llm", "maintain", "mark_used", "memory_summary", "migrate",
-    "pending_embeddings", "plan", "planner", "profile", "purge_expired", "purge_traces",
-    "recall", "recall_timeout_ms", "recent_messages", "reclassify", "reembed", "remember",
-    "remove_document", "retrieve", "review_approve", "review_list", "review_reject", "search",
-    "search_by_vector", "search_documents", "sediment", "session_window", "set_state",
-    "space_id", "summarize_session", "task_end", "token_counter", "tool", "trace",
-    "trace_recall", "trace_retention_days", "trace_stats", "traces", "update", "update_state",
+# MemoryStore's names before the families (0.1) that moved into one: none is left on the store
+# (no deprecated aliases), each lives on its family under its new name
+MOVED = {
+    "add_message": ("sessions", "append"), "recent_messages": ("sessions", "recent"),
+    "get_session": ("sessions", "get"), "list_sessions": ("sessions", "list"),
+    "delete_session": ("sessions", "delete"), "get_state": ("sessions", "get_state"),
+    "set_state": ("sessions", "set_state"), "update_state": ("sessions", "update_state"),
+    "summarize_session": ("sessions", "summarize"), "consolidate": ("sessions", "consolidate"),
+    "ingest": ("documents", "ingest"), "remove_document": ("documents", "remove"),
+    "search_documents": ("documents", "search"), "citations": ("documents", "citations"),
+    "ask": ("documents", "ask"), "retrieve": ("documents", "retrieve"),
+    "link_entities": ("graph", "link"), "graph_neighbors": ("graph", "neighbors"),
+    "graph_search": ("graph", "search"), "review_list": ("review", "list"),
+    "review_approve": ("review", "approve"), "review_reject": ("review", "reject"),
+    "trace": ("traces", "get"), "trace_stats": ("traces", "stats"),
+    "purge_traces": ("traces", "purge"), "erase_traces": ("traces", "erase"),
+    "maintain": ("maintenance", "run"), "purge_expired": ("maintenance", "purge_expired"),
+    "reembed": ("maintenance", "reembed"),
+    "pending_embeddings": ("maintenance", "pending_embeddings"),
+    "forget_by_age": ("maintenance", "forget_by_age"),
+    "forget_by_capacity": ("maintenance", "forget_by_capacity"),
+    "forget_by_importance": ("maintenance", "forget_by_importance"),
+    "decay_hypotheses": ("maintenance", "decay_hypotheses"),
+    "sediment": ("maintenance", "sediment"), "reclassify": ("maintenance", "reclassify"),
+    "export_subject": ("subjects", "export"), "forget_subject": ("subjects", "forget"),
+    "memory_summary": ("subjects", "summary"),
+    "token_counter": ("sessions", "token_counter"), "session_window": ("sessions", "window"),
+    "trace_retention_days": ("traces", "retention_days"),
 }
 
 
-def test_no_old_name_is_lost() -> None:
-    assert len(BEFORE) == 72
-    kept = CORE | set(ALIASES) | set(PROPERTIES) | set(CALLABLE)
-    assert BEFORE - kept == set()
-    assert BEFORE <= public(MemoryStore)
+def test_old_names_are_gone_and_their_new_homes_exist(store: MemoryStore) -> None:
+    assert len(MOVED) == 42  # and build_context, now store.context: the 43 old names
+    for old, (family, new) in MOVED.items():
+        assert not hasattr(MemoryStore, old), f"MemoryStore.{old} is a deprecated alias"
+        assert not hasattr(store, old) and not hasattr(AsyncMemoryStore, old), old
+        assert hasattr(getattr(store, family), new), f"store.{family}.{new} is missing"
+    assert not hasattr(MemoryStore, "build_context") and callable(store.context)
+    assert not callable(store.documents)  # the old store.documents() listing: .list()
 
 
 def family_attributes() -> dict[str, type]:
@@ -86,11 +99,10 @@ def family_attributes() -> dict[str, type]:
 def test_store_public_names(store: MemoryStore) -> None:
     families = family_attributes()
     assert families.items() >= FAMILIES.items()
-    assert public(MemoryStore) | public(store) == \
-        CORE | set(families) | set(ALIASES) | set(PROPERTIES)
-    assert public(store) == CORE | set(families)  # dir(store): the aliases work, unlisted
-    # the shape a newcomer sees, without the aliases (44 before read replicas added two and
-    # query decomposition one)
+    assert public(MemoryStore) | public(store) == CORE | set(families)
+    assert public(store) == CORE | set(families)
+    # the shape a newcomer sees (44 before read replicas added two and query decomposition
+    # one)
     assert len(CORE) + len(families) <= 47
 
 
@@ -103,90 +115,9 @@ def test_families_are_composed_cached_and_typed(store: MemoryStore) -> None:
         raw = inspect.getattr_static(MemoryStore, name)
         assert isinstance(raw, functools.cached_property)
         assert typing.get_type_hints(raw.func)["return"] is cls
-    for old, (family, new) in ALIASES.items():  # the families carry only the new names
-        if family is not None and new != old:
+    for old, (family, new) in MOVED.items():  # the families carry only the new names
+        if new != old:
             assert old not in public(FAMILIES[family])
-
-
-@pytest.mark.parametrize("old", sorted(ALIASES))
-def test_every_alias_has_its_target_and_signature(old: str) -> None:
-    family, new = ALIASES[old]
-    owner = MemoryStore if family is None else FAMILIES[family]
-    target = inspect.getattr_static(owner, new)
-    assert inspect.isfunction(target), f"{old}: {owner.__name__}.{new} is missing"
-    alias = inspect.getattr_static(MemoryStore, old)
-    assert alias.__name__ == old and alias.__wrapped__ is target
-    assert inspect.signature(alias) == inspect.signature(target)
-    assert "Deprecated" in alias.__doc__ and (target.__doc__ or "") in alias.__doc__
-
-
-class _Recorder:
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args, **kwargs: (name, args, kwargs)
-
-
-class _Stub:
-    """Stands in for a store: every family (and the store itself) records the call."""
-
-    def __init__(self) -> None:
-        for name in FAMILIES:
-            setattr(self, name, _Recorder())
-
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args, **kwargs: (name, args, kwargs)
-
-
-@pytest.mark.parametrize("old", sorted(ALIASES))
-def test_every_alias_warns_and_forwards(old: str) -> None:
-    family, new = ALIASES[old]
-    where = f"store.{new}" if family is None else f"store.{family}.{new}"
-    with pytest.warns(DeprecationWarning,
-                      match=rf"^MemoryStore\.{old} is deprecated; use {where}$") as caught:
-        out = getattr(MemoryStore, old)(_Stub(), "a", 2, key="v")
-    assert out == (new, ("a", 2), {"key": "v"})
-    assert caught[0].filename == __file__  # attributed to the caller (stacklevel)
-
-
-def test_moved_attributes_forward_get_and_set(store: MemoryStore) -> None:
-    for old, (family, new) in PROPERTIES.items():
-        with pytest.warns(DeprecationWarning, match=f"use store.{family}.{new}"):
-            assert getattr(store, old) == getattr(getattr(store, family), new)
-    window = SessionWindow(max_messages=3)
-    with pytest.warns(DeprecationWarning):
-        store.session_window = window
-    with pytest.warns(DeprecationWarning):
-        store.trace_retention_days = 7
-    with pytest.warns(DeprecationWarning):
-        store.token_counter = len
-    assert store.sessions.window is window and store.traces.retention_days == 7
-    assert store.sessions.token_counter is len
-
-
-def test_aliases_give_the_new_names_results(store: MemoryStore) -> None:
-    store.add("Alice 喜欢绿茶", subject="alice", category="preferences")
-    with pytest.warns(DeprecationWarning, match="use store.sessions.append"):
-        old = store.add_message("s1", "user", "我们用 PostgreSQL 18。", llm=None)
-    new = store.sessions.append("s1", "user", "We use PostgreSQL 18.", llm=None)
-    assert (old.id + 1, old.folded) == (new.id, new.folded)
-    with pytest.warns(DeprecationWarning, match="use store.sessions.get$"):
-        assert store.get_session("s1") == store.sessions.get("s1")
-    with pytest.warns(DeprecationWarning, match="use store.sessions.list"):
-        assert store.list_sessions() == store.sessions.list()
-    with pytest.warns(DeprecationWarning, match="use store.subjects.summary"):
-        assert store.memory_summary(subject="alice") == store.subjects.summary(subject="alice")
-    with pytest.warns(DeprecationWarning, match="use store.maintenance.pending_embeddings"):
-        assert store.pending_embeddings() == store.maintenance.pending_embeddings() == 0
-    with pytest.warns(DeprecationWarning, match="use store.review.list"):
-        assert store.review_list() == store.review.list() == []
-    with pytest.warns(DeprecationWarning, match="use store.context"):
-        old_ctx = store.build_context("Alice 喝什么？", "s1", 500, subject="alice")
-    assert old_ctx.messages == store.context("Alice 喝什么？", "s1", 500,
-                                             subject="alice").messages
-    store.recall("what does alice drink?", subject="alice")
-    for name in CALLABLE:  # the two families that took an old listing method's name
-        with pytest.warns(DeprecationWarning, match=f"use store.{name}.list"):
-            assert getattr(store, name)() == getattr(store, name).list()
-    assert len(store.traces.list()) == 1  # the recall's
 
 
 def test_the_library_uses_only_the_new_names(store: MemoryStore) -> None:

@@ -1,8 +1,7 @@
 """The ``memdb`` command line: the store's core verbs as commands (``memdb add``, ``search``,
 ``recall``, ``get``...) and each family as a group (``memdb session``, ``documents``,
 ``graph``, ``review``, ``traces``, ``maintenance``, ``subject``, ``meta``), every command with
-``--help`` and ``--json``. The old flat commands of the families are hidden, deprecated
-aliases (:mod:`memdb.cli._groups`).
+``--help`` and ``--json``.
 
     memdb add "Alice prefers green tea" --subject alice --category preferences
     memdb search "what does Alice drink?" --subject alice --json

@@ -32,7 +32,24 @@ class CliError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
+_NO_SUCH_COMMAND: Any = getattr(click.exceptions, "NoSuchCommand", None)  # click 8.4+
+
+
 class Group(click.Group):
+    group_class = type  # the command groups (memdb session, documents...) are Groups too
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, except that "Did you mean" (click 8.4+) names only commands --help
+        lists."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            if _NO_SUCH_COMMAND is None or not isinstance(exc, _NO_SUCH_COMMAND):
+                raise
+            visible = [name for name, cmd in self.commands.items() if not cmd.hidden]
+            raise _NO_SUCH_COMMAND(exc.command_name, possibilities=visible, ctx=ctx) from None
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta["memdb.json"] = "--json" in args
         return super().parse_args(ctx, args)

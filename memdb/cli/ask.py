@@ -1,4 +1,4 @@
-"""``memdb documents ask`` (hidden alias ``memdb ask``): a grounded, cited answer from
+"""``memdb documents ask``: a grounded, cited answer from
 ingested documents (and memories), and ``memdb eval expansion``: does query expansion or
 reranking help retrieval on LoCoMo?"""
 
@@ -13,7 +13,7 @@ from ..ask import EXPANSIONS, RERANKERS, AskResult, Passage
 from ..errors import InvalidInput
 from ..llm import ChatLLM, llm_from_env
 from ._app import State, emit_json, json_option
-from ._groups import documents, legacy
+from ._groups import documents
 from ._shared import FINITE, filter_args, filter_options
 from .evaluate import emit_report, eval_
 
@@ -95,9 +95,6 @@ def ask(state: State, question: str, k: int, include_memories: bool, expand: str
         emit_json(result.to_dict())
         return
     _print(result)
-
-
-legacy("ask", "documents ask", ask)
 
 
 @eval_.command("expansion")

@@ -3,8 +3,7 @@ re-embedding queue.
 
 Memories written while the embedding provider failed (with ``on_embedding_error="defer"``,
 ``$MEMDB_ON_EMBEDDING_ERROR=defer``) are stored without vectors; ``memdb maintenance reembed``
-embeds them. The old ``memdb purge``, ``memdb reembed`` and ``memdb pending-embeddings`` are
-hidden aliases.
+embeds them.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import time
 import click
 
 from ._app import emit_json, json_option, store
-from ._groups import legacy, maintenance
+from ._groups import maintenance
 
 
 @maintenance.command("reembed")
@@ -44,9 +43,6 @@ def reembed(batch_size: int, limit: int | None, as_json: bool) -> None:
         click.echo(f"re-embedded {written} memories in {seconds} s; {pending} still pending")
 
 
-legacy("reembed", "maintenance reembed", reembed)
-
-
 @maintenance.command("pending")
 @json_option
 def pending_embeddings(as_json: bool) -> None:
@@ -56,9 +52,6 @@ def pending_embeddings(as_json: bool) -> None:
         emit_json({"pending": n})
     else:
         click.echo(str(n))
-
-
-legacy("pending-embeddings", "maintenance pending", pending_embeddings)
 
 
 @maintenance.command("purge")
@@ -73,6 +66,3 @@ def purge(as_json: bool) -> None:
         emit_json({"purged": n})
     else:
         click.echo(f"purged {n} expired memories")
-
-
-legacy("purge", "maintenance purge", purge)

@@ -1,6 +1,6 @@
 """``memdb graph link|neighbors|search`` (``store.graph``): extract entities and relations
 from memories and link them, an entity's neighbourhood, and hybrid search with the graph
-route. The old ``memdb link`` and ``memdb graph ENTITY`` still work (deprecated)."""
+route."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from ..demo import summarize_hit
 from ._app import emit_json, json_option, store
 from ._format import print_hits
-from ._groups import graph, legacy
+from ._groups import graph
 
 
 @graph.command("link")
@@ -40,9 +40,6 @@ def link(memory_ids: tuple[str, ...], subject: str | None, heuristic: bool, limi
                f"{result.mentions} mentions, {result.relations} relations in {result.ms} ms")
     for reason, n in sorted(result.fallbacks.items()):
         click.echo(f"  heuristic fallback x{n}: {reason}")
-
-
-legacy("link", "graph link", link)
 
 
 @graph.command("neighbors")

@@ -1,5 +1,4 @@
-"""``memdb documents ingest|list|remove|search|citations`` (``store.documents``); the old
-flat commands (ingest, documents, remove-document, search-documents) are hidden aliases."""
+"""``memdb documents ingest|list|remove|search|citations`` (``store.documents``)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from ..ingest import FileResult, IngestReport, TextSource
 from ..models import Category, Scope
 from ._app import emit_json, json_option, options, store
 from ._format import short, table
-from ._groups import documents, legacy
+from ._groups import documents
 from ._shared import values
 
 
@@ -167,9 +166,6 @@ def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
         sys.exit(1)
 
 
-legacy("ingest", "documents ingest", ingest)
-
-
 @documents.command("list")
 @options(
     (["--subject"], {"help": "Only this subject's documents."}),
@@ -206,9 +202,6 @@ def remove_document(uris: tuple[str, ...], reason: str | None, as_json: bool) ->
         click.echo(f"{removed} document(s) removed")
 
 
-legacy("remove-document", "documents remove", remove_document)
-
-
 @documents.command("search")
 @click.argument("query")
 @click.option("-k", "--k", "k", type=int, default=5, show_default=True, help="How many hits.")
@@ -232,9 +225,6 @@ def search_documents(query: str, k: int, parents: bool, subject: str | None,
         click.echo(f"{h.hit.rank}. {h.hit.score:.4f}  {where}")
         text = h.parent_text if parents and h.parent_text else h.hit.memory.content
         click.echo(f"   {short(text)}")
-
-
-legacy("search-documents", "documents search", search_documents)
 
 
 @documents.command("citations")

@@ -1,8 +1,7 @@
 """Lifecycle commands, grouped as the store's families: ``memdb maintenance run|sediment|
 forget-by-importance|forget-by-age|forget-by-capacity|decay-hypotheses``, ``memdb session
 summarize|consolidate``, ``memdb review list|approve|reject``, ``memdb subject
-export|forget|summary``. The old flat commands (maintain, consolidate, summarize, sediment,
-forget-subject, export-subject) are hidden aliases."""
+export|forget|summary``."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import click
 from ..errors import InvalidInput
 from ._app import CliError, cli, emit_json, json_option, store
 from ._format import short, table
-from ._groups import legacy, maintenance, subject
+from ._groups import maintenance, subject
 from ._output import to_stdout, written
 from ._shared import FINITE, pairs
 from .session import session
@@ -111,9 +110,6 @@ def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
                     until_done=until_done, as_json=as_json)
 
 
-legacy("maintain", "maintenance run", maintain)
-
-
 @session.command("consolidate")
 @click.argument("session_id")
 @click.option("--threshold", type=FINITE, default=0.6, show_default=True,
@@ -132,9 +128,6 @@ def consolidate(session_id: str, threshold: float, subject: str | None, dry_run:
         for c in moved:
             click.echo(f"{c.id}  {c.old_importance:.2f} -> {c.new_importance:.2f}")
         click.echo(f"{'would move' if dry_run else 'moved'} {len(moved)} memories to episodic")
-
-
-legacy("consolidate", "session consolidate", consolidate)
 
 
 @session.command("summarize")
@@ -165,9 +158,6 @@ def summarize(session_id: str, subject: str | None, max_sentences: int, offline:
         click.echo(f"{s.memory_id} {'created' if s.created else 'already stored'}", err=True)
 
 
-legacy("summarize", "session summarize", summarize)
-
-
 @maintenance.command("sediment")
 @click.option("--subject", help="Only this subject (default: every subject with summaries).")
 @click.option("--days", type=int, default=30, show_default=True,
@@ -196,9 +186,6 @@ def sediment(subject: str | None, days: int, min_sessions: int, dry_run: bool,
                    f"{len(r.proposed)} for review (from {r.summaries} summaries)")
         for m in [*r.memories, *r.proposed]:
             click.echo(f"  {m['class']:<10} {m['destination']:<6} {short(m['content'], 100)}")
-
-
-legacy("sediment", "maintenance sediment", sediment)
 
 
 @cli.group(invoke_without_command=True)
@@ -294,9 +281,6 @@ def forget_subject(subject: str, export_to: str | None, dry_run: bool, yes: bool
                else f"erased subject {subject!r}", err=err)
 
 
-legacy("forget-subject", "subject forget", forget_subject)
-
-
 @subject.command("export")
 @click.argument("subject")
 @click.argument("path")
@@ -314,9 +298,6 @@ def export_subject(subject: str, path: str, as_json: bool) -> None:
         for name, n in counts.items():
             click.echo(f"{name:<16} {n}", err=err)
         click.echo("exported to standard output" if err else f"exported to {path}", err=err)
-
-
-legacy("export-subject", "subject export", export_subject)
 
 
 @subject.command("summary")

@@ -1,6 +1,5 @@
 """Planned retrieval on the command line: ``memdb plan``, ``memdb recall``, ``memdb traces
-list|show|stats|purge|erase`` and ``memdb maintenance reclassify`` (the old ``trace``,
-``stats`` and ``classify --backfill`` are hidden aliases)."""
+list|show|stats|purge|erase`` and ``memdb maintenance reclassify``."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from ..recall import DEFAULT_BACKSTOP
 from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, store
 from ._format import print_hits, short, table
-from ._groups import legacy, maintenance, traces
+from ._groups import maintenance, traces
 from ._shared import FINITE, filter_args, filter_options
 
 
@@ -178,36 +177,6 @@ def traces_erase(subject: str, as_json: bool) -> None:
     _emit({"erased": store().traces.erase(subject)}, as_json)
 
 
-@cli.command(hidden=True)
-@click.argument("trace_id", metavar="[ID]", required=False)
-@click.option("--limit", type=int, default=20, show_default=True, help="How many to list.")
-@click.option("--purge", is_flag=True,
-              help="Delete traces older than the retention period (--days).")
-@click.option("--days", type=FINITE, help="Retention in days for --purge (default 30, or "
-                                         "$MEMDB_TRACE_RETENTION_DAYS).")
-@click.option("--erase-subject", metavar="SUBJECT",
-              help="Delete every trace that searched or returned SUBJECT's memories.")
-@json_option
-def trace(trace_id: str | None, limit: int, purge: bool, days: float | None,
-          erase_subject: str | None, as_json: bool) -> None:
-    """Deprecated: use `memdb traces list|show|purge|erase`."""
-    s = store()
-    if purge or erase_subject:
-        click.echo("deprecated: use `memdb traces purge` / `memdb traces erase`", err=True)
-        out: dict[str, int] = {}
-        if purge:
-            out["purged"] = s.traces.purge(days)
-        if erase_subject:
-            out["erased"] = s.traces.erase(erase_subject)
-        _emit(out, as_json)
-    elif trace_id:
-        click.echo("deprecated: use `memdb traces show`", err=True)
-        traces_show.callback(trace_id, as_json)  # type: ignore[misc]
-    else:
-        click.echo("deprecated: use `memdb traces list`", err=True)
-        traces_list.callback(limit, as_json)  # type: ignore[misc]
-
-
 @traces.command("stats")
 @click.option("--hours", type=FINITE, help="Only the traces of the last HOURS hours.")
 @json_option
@@ -227,9 +196,6 @@ def stats(hours: float | None, as_json: bool) -> None:
         click.echo(f"{key:<14} {'-' if value is None else f'{value:.1f}'}")
     click.echo("intents        " + ", ".join(f"{k} {v}" for k, v in sorted(
         result["intents"].items(), key=lambda kv: -kv[1])))
-
-
-legacy("stats", "traces stats", stats)
 
 
 @maintenance.command("reclassify")
@@ -255,16 +221,3 @@ def reclassify(dry_run: bool, batch_size: int, as_json: bool) -> None:
         click.echo(f"  {move:<28} {n}")
     for s in report["sample"]:
         click.echo(f"  e.g. {s['from']}->{s['to']} [{s['rule']}] {short(s['content'], 60)}")
-
-
-@cli.command(hidden=True)
-@click.option("--backfill", is_flag=True, required=True,
-              help="Re-classify existing memories (classified by older rules, or never).")
-@click.option("--dry-run", is_flag=True, help="Only report what would move.")
-@click.option("--batch-size", type=int, default=500, show_default=True,
-              help="Memories re-classified per transaction.")
-@json_option
-def classify(backfill: bool, dry_run: bool, batch_size: int, as_json: bool) -> None:
-    """Deprecated: use `memdb maintenance reclassify`."""
-    click.echo("deprecated: use `memdb maintenance reclassify`", err=True)
-    reclassify.callback(dry_run, batch_size, as_json)  # type: ignore[misc]

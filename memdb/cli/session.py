@@ -1,7 +1,7 @@
 """Session and context commands: ``memdb context`` (the messages for one model call within a
 token budget, ``store.context``) and ``memdb session append|show|state|list|delete|summarize|
 consolidate`` (``store.sessions``: the conversation buffer, the working state and the session's
-working memories; ``session add`` is the old, hidden name of ``session append``)."""
+working memories)."""
 
 from __future__ import annotations
 
@@ -112,16 +112,6 @@ def session_append(session_id: str, role: str, content: str, subject: str | None
     click.echo(f"message {result.id} ({result.tokens} tokens)"
                + (f"; folded {result.folded} into the summary ({result.summary_path})"
                   if result.folded else ""))
-
-
-def _session_add(*args: Any, **kwargs: Any) -> None:
-    click.echo("deprecated: use `memdb session append`", err=True)
-    session_append.callback(*args, **kwargs)  # type: ignore[misc]
-
-
-session.add_command(click.Command("add", params=list(session_append.params),
-                                  callback=_session_add, hidden=True,
-                                  help="Deprecated: use `memdb session append`."))
 
 
 @session.command("show")
