@@ -188,6 +188,9 @@ def apply_objects(driver_conn: Any) -> None:
     record their digest on schema memdb."""
     driver_conn.execute("SET LOCAL check_function_bodies = off")
     citus = has_citus(driver_conn)
+    # the tenant functions' bodies get their names back, so sql/functions replaces them (not
+    # their guards, made again below: memdb.guard_tenant_functions)
+    driver_conn.execute(_sql.query("unguard_tenant_functions"))
     if citus:  # the triggers on memories are re-created on its shards too
         driver_conn.execute(_sql.query("citus_allow_triggers"))
     for path in _sql.object_files():
@@ -201,6 +204,7 @@ def apply_objects(driver_conn: Any) -> None:
     if citus:
         driver_conn.execute(_sql.query("citus_undistribute_functions"))
         driver_conn.execute(_sql.query("citus_keep_functions_whole"))
+        driver_conn.execute(_sql.query("citus_allow_nested_in_tenant_functions"))
         for statement in split_statements(_sql.query("citus_delete_set_null_trigger") + ";"):
             driver_conn.execute(statement)
     else:

@@ -10,36 +10,28 @@ SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus;
 -- co-located shards of the same tenants (memdb.colocated_table).
 SET LOCAL citus.enable_unsafe_triggers = on;
 
--- name: citus_distribute_functions
--- Every memdb function with an argument p_tenant, once memdb.memories is distributed (revision
--- 0014): a call runs whole on the worker holding that tenant's shards, also inside a
--- transaction block (force_delegation: memdb calls every function inside one). Functions
--- already distributed by tenant are left alone; new ones (a newer memdb) are added.
--- Not distributed: the maintenance functions whose NULL tenant means every tenant (the admin's
--- pass fans out from the coordinator). Citus 14.0.1 crashes the backend (SIGSEGV, the
--- coordinator then restarts) when a distributed function is called with a NULL distribution
--- argument: memdb itself never passes one to the others.
-SELECT count(*) AS distributed
-FROM (SELECT create_distributed_function(p.oid::regprocedure, 'p_tenant',
-                                         colocate_with := 'memdb.memories',
-                                         force_delegation := true)
-      FROM pg_proc p
-      WHERE p.pronamespace = 'memdb'::regnamespace
-        AND p.prokind = 'f'
-        AND 'p_tenant' = ANY (p.proargnames)
-        AND p.proname NOT IN ('purge_expired', 'purge_expired_batch', 'retokenize',
-                              'forget_by_importance', 'forget_by_age', 'forget_by_capacity',
-                              'decay_hypotheses', 'run_maintenance')
-        AND EXISTS (SELECT 1 FROM pg_dist_partition d
-                    WHERE d.logicalrelid = 'memdb.memories'::regclass)
-        AND NOT EXISTS (SELECT 1 FROM pg_dist_object o
-                        WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
-                          AND o.distribution_argument_index IS NOT NULL)) AS made;
+-- name: citus_undistribute_functions
+-- No memdb function is distributed by an argument: Citus 14.0.1 looks a distributed
+-- function's shard up from its distribution argument while it plans the call, and a NULL
+-- there crashes the backend (SIGSEGV); the postmaster then restarts the coordinator, ending
+-- every session of every tenant. Any login that may call such a function could do it, and a
+-- guard in front (memdb.guard_tenant_functions) does not close it: the function behind it can
+-- still be named. So every memdb function an older memdb distributed by p_tenant is made a
+-- plain one again (create_distributed_function without a distribution argument clears it). A
+-- tenant function then runs where it is called: on the coordinator its statements are each
+-- routed to the tenant's shard (single-shard router plans, tested), and inside a router query
+-- (a search joined with memdb.memories) it runs on the worker holding the tenant.
+SELECT count(*) AS undistributed
+FROM (SELECT create_distributed_function(p.oid::regprocedure)
+      FROM pg_dist_object o
+      JOIN pg_proc p ON p.oid = o.objid
+      WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
+        AND p.pronamespace = 'memdb'::regnamespace) AS made;
 
 -- name: citus_keep_functions_whole
--- A set-returning SQL function is inlined into the calling query by PostgreSQL's planner,
--- before Citus could delegate the call: its query would then be planned on the coordinator
--- with the function's arguments as parameters, which Citus refuses. A SET clause keeps a
+-- A set-returning SQL function is inlined into the calling query by PostgreSQL's planner: its
+-- query would then be planned on the coordinator with the function's arguments as
+-- parameters, which Citus refuses. A SET clause keeps a
 -- function from being inlined, so on Citus those taking p_tenant get a harmless one (re-done
 -- after every migration: CREATE OR REPLACE clears it). Plain PostgreSQL still inlines them.
 DO $$
@@ -58,9 +50,32 @@ BEGIN
 END
 $$;
 
+-- name: citus_allow_nested_in_tenant_functions
+-- A tenant function called inside a query that joins a tenant's table (a search joined with
+-- memdb.memories, prf_terms over search_bm25) runs on the worker, inside that query on the
+-- tenant's shard, and its own statements are distributed queries again, which Citus refuses
+-- there unless citus.allow_nested_distributed_execution is on. memdb_app has it (revision
+-- 0014), but Citus connects to the workers as the current role: the admin's, or the owner's
+-- inside a SECURITY DEFINER function. So each body (memdb.f__unguarded) turns it on for its
+-- own run, whoever calls; its statements all filter by its tenant, whose shards are on that
+-- worker. Re-done after every migration (CREATE OR REPLACE clears it).
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+             WHERE p.pronamespace = 'memdb'::regnamespace
+               AND p.proname LIKE '%\_\_unguarded'
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET citus.allow_nested_distributed_execution = on', f);
+    END LOOP;
+END
+$$;
+
 -- name: generic_plan_functions
 -- Plain PostgreSQL only (not a Citus coordinator): memdb.search_hybrid and the routes
--- search_vector, search_bm25 and search_neighbors run their statements with generic plans.
+-- search_vector, search_bm25 and search_neighbors (their bodies, behind the guards of
+-- memdb.guard_tenant_functions) run their statements with generic plans.
 -- Otherwise the fusion statement is planned anew on every call (plpgsql's plan cache keeps
 -- choosing custom plans, whose estimates fold the unused routes away), which cost about as much
 -- as a subject-scoped BM25 route (benchmarks/search_ab.py); the routes' static statements (one
@@ -74,8 +89,8 @@ DECLARE
 BEGIN
     FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
              WHERE p.pronamespace = 'memdb'::regnamespace
-               AND p.proname IN ('search_hybrid', 'search_vector', 'search_bm25',
-                                 'search_neighbors')
+               AND p.proname IN ('search_hybrid__unguarded', 'search_vector__unguarded',
+                                 'search_bm25__unguarded', 'search_neighbors__unguarded')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan', f);
     END LOOP;
