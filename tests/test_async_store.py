@@ -91,6 +91,9 @@ def test_operations_are_written_once():
                # BaseStore's abstract abatch must be a coroutine: it delegates the one
                # batch body to _bridge.run (AsyncMemdbStore) or a thread (MemdbStore)
                "langgraph.py",
+               # ... and the batcher that groups concurrent async calls into one batch (as
+               # LangGraph's AsyncBatchedBaseStore does): scheduling, no operation body
+               "_langgraph_batch.py",
                # what both doors hold: the key checker (keys.lookup through _bridge.run) and
                # the store cache (async context managers over AsyncMemoryStore)
                "_doors.py"}
