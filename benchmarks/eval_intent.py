@@ -91,7 +91,7 @@ def run(k: int, dsn: str | None, backstops: dict[str, float]) -> dict:
         for m in memories:
             for _ in range(m["uses"]):
                 store.mark_used([id_of[m["key"]]])
-        with store._transaction() as conn:
+        with store.core.transaction() as conn:
             conn.execute("ANALYZE memdb.memories")
 
         configs: dict[str, tuple | None] = {"flat": None}

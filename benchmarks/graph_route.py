@@ -59,7 +59,7 @@ def main() -> None:
             start = time.perf_counter()
             linked = store.graph.link(llm=None)
             link_s = time.perf_counter() - start
-            with store._transaction() as conn:
+            with store.core.transaction() as conn:
                 counts = conn.execute(
                     "SELECT (SELECT count(*) FROM memdb.entities) AS entities, "
                     "(SELECT count(*) FROM memdb.entity_relations) AS relations, "

@@ -100,7 +100,7 @@ def run(path: str, limit: int | None, clean: bool = False) -> dict[str, Any]:
         t0 = time.perf_counter()
         linked = store.graph.link()
         timings["link_s"] = time.perf_counter() - t0
-        with store._read() as conn:
+        with store.core.read() as conn:
             counts = conn.execute(
                 "SELECT (SELECT count(*) FROM memdb.entities) AS entities,"
                 " (SELECT count(*) FROM memdb.entity_mentions) AS mentions,"

@@ -360,7 +360,7 @@ class ContextBuilder:
         elif instructions is not None:
             instructions = v.content(instructions, "instructions")
         started = time.perf_counter()
-        with self._read() as conn:  # type: ignore[attr-defined]
+        with self.core.read() as conn:
             rules = [Item(r["content"], str(r["id"])) for r in conn.execute(
                 _sql.query("system_rules"),
                 {"tenant": self.tenant, "subject": who, "limit": max_rules}).fetchall()]

@@ -246,7 +246,7 @@ def search_decomposed(store: Any, query: str, vector: Any, subqueries: list[str]
               "k": k, "filter": Jsonb(flt), "options": Jsonb(options),
               "rrf_k": float(options.get("rrf_k", 60.0)), "depth": None}
     started = time.perf_counter()
-    with store._read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
+    with store.core.read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
         found = conn.execute(_sql.query("search_fused"), params)
     rows = found.fetchall()
     results = SearchResults(SearchHit(

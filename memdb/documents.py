@@ -151,7 +151,7 @@ class Documents(Family):
             options=ChunkOptions(chunk_tokens=chunk_tokens, overlap=overlap,
                                  parent_tokens=parent_tokens),
             max_bytes=max_bytes, embed_batch=embed_batch, max_chunks=max_chunks)
-        return run_ingest(self._store, list(sources), settings, include=tuple(include),
+        return run_ingest(self._core, list(sources), settings, include=tuple(include),
                           exclude=tuple(exclude), root=root,
                           follow_outside_links=bool(follow_outside_links), prune=prune,
                           dry_run=dry_run,
@@ -163,7 +163,7 @@ class Documents(Family):
         ``prefix``), by URI."""
         v.positive_int(limit, "limit", 100_000)
         v.offset(offset)
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             rows = conn.execute(_sql.query("list_documents"), {
                 "tenant": self._store.tenant, "subject": v.optional_name(subject, "subject"),
                 "prefix": prefix, "limit": limit, "offset": offset}).fetchall()
@@ -175,8 +175,8 @@ class Documents(Family):
         wanted = [uris] if isinstance(uris, str) else list(uris)
         if not wanted or not all(isinstance(u, str) and u for u in wanted):
             raise InvalidInput("give one or more document URIs")
-        with self._store._transaction() as conn:
-            self._store._begin(conn, reason or "document removed")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, reason or "document removed")
             rows = conn.execute(_sql.query("remove_documents"),
                                 {"tenant": self._store.tenant, "uris": wanted}).fetchall()
         return len(rows)
@@ -188,7 +188,7 @@ class Documents(Family):
         ids = [str(i) for i in memory_ids]
         if not ids:
             return {}
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             rows = conn.execute(_sql.query("citations"),
                                 {"tenant": self._store.tenant, "ids": ids,
                                  "parents": parents}).fetchall()

@@ -192,7 +192,7 @@ class Graph(Family):
         if chat is not None and not isinstance(chat, ChatLLM):
             raise InvalidInput("llm must be a ChatLLM or None")
         wait = _timeout(timeout)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             rows = conn.execute(_sql.query("graph_memories_to_link"), {
                 "tenant": self._store.tenant, "ids": ids, "subject": who,
                 "limit": limit}).fetchall()
@@ -216,7 +216,7 @@ class Graph(Family):
                 refused += [{"memory_id": str(row["id"]), **r.to_dict()}
                             for r in ext.refused][:max(0, 1000 - len(refused))]
                 items.append(ext.to_item(str(row["id"])))
-            with self._store._transaction() as conn:
+            with self._core.transaction() as conn:
                 out = conn.execute(_sql.query("graph_link_memories"), {
                     "tenant": self._store.tenant, "items": Jsonb(items)}).fetchall()
                 done = [r["memory_id"] for r in out if r["linked"]]
@@ -302,7 +302,7 @@ class Graph(Family):
                       "graph": Jsonb(graph_opts)}
             name = "graph_search"
         db_start = time.perf_counter()
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             rows = conn.execute(_sql.query(name), params).fetchall()
         results = SearchResults(
             SearchHit(memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),
@@ -331,7 +331,7 @@ class Graph(Family):
             raise InvalidInput(f"hops must be an integer from 1 to {MAX_HOPS}")
         v.positive_int(limit, "limit", 10_000)
         params = {"tenant": self._store.tenant, "entity": name, "hops": hops, "limit": limit}
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             ents = conn.execute(_sql.query("graph_entity"), params).fetchall()
             rels = conn.execute(_sql.query("graph_neighbors"), params).fetchall() if ents else []
         if not ents:

@@ -59,7 +59,7 @@ def write_direct(store: Any, items: list[dict[str, Any]], reason: str, conn: Any
     if conn is not None:
         rows = conn.execute(_sql.query("add_memories"), params).fetchall()
     else:
-        with store._transaction() as own:
-            store._begin(own, reason)
+        with store.core.transaction() as own:
+            store.core.begin(own, reason)
             rows = own.execute(_sql.query("add_memories"), params).fetchall()
     return [(r["id"], r["created"]) for r in rows]

@@ -61,13 +61,13 @@ class Maintenance(Family):
                             "every tenant as the admin, with memdb.MemoryAdmin().maintain() "
                             "or `memdb admin maintain`")
         params = {"tenant": self._store.tenant, "options": Jsonb(options), "dry_run": bool(dry_run)}
-        with self._store._transaction() as conn:
-            self._store._begin(conn, "maintenance")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, "maintenance")
             return conn.execute(_sql.query("run_maintenance"), params).fetchone()["result"]
 
     def _ids(self, name: str, reason: str, params: dict[str, Any]) -> list[UUID]:
-        with self._store._transaction() as conn:
-            self._store._begin(conn, reason)
+        with self._core.transaction() as conn:
+            self._core.begin(conn, reason)
             rows = conn.execute(_sql.query(name),
                                 {"tenant": self._store.tenant, **params}).fetchall()
         return [r["id"] for r in rows]
@@ -109,8 +109,8 @@ class Maintenance(Family):
         """Exponential confidence decay of unconfirmed hypotheses (status 'hypothesis') since
         each was last written; those falling below ``floor`` are forgotten."""
         half_life_days = v.days(half_life_days, "half_life_days", positive=True)
-        with self._store._transaction() as conn:
-            self._store._begin(conn, "hypothesis decay")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, "hypothesis decay")
             rows = conn.execute(_sql.query("decay_hypotheses"), {
                 "tenant": self._store.tenant, "half_life_days": float(half_life_days),
                 "floor": v.unit(floor, "floor"), "min_step": v.unit(min_step, "min_step"),
@@ -119,15 +119,15 @@ class Maintenance(Family):
 
     def purge_expired(self) -> int:
         """Delete this tenant's expired memories; returns how many."""
-        with self._store._transaction() as conn:
-            self._store._begin(conn, "expired")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, "expired")
             return int(conn.execute(_sql.query("purge_expired"),
                                     {"tenant": self._store.tenant}).fetchone()["purged"])
 
     # -- the re-embedding queue -------------------------------------------------------------
     def pending_embeddings(self) -> int:
         """How many current memories of this tenant (or subject) wait for an embedding."""
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             return int(conn.execute(_sql.query("pending_embeddings"),
                                     {"tenant": self._store.tenant}).fetchone()["n"])
 
@@ -154,7 +154,7 @@ class Maintenance(Family):
         after, read, written = UUID(int=0), 0, 0
         while limit is None or read < limit:
             size = batch_size if limit is None else min(batch_size, limit - read)
-            with self._store._transaction() as conn:
+            with self._core.transaction() as conn:
                 rows = conn.execute(_sql.query("embedding_queue"), {
                     "tenant": self._store.tenant, "after": after, "limit": size}).fetchall()
             if not rows:
@@ -169,7 +169,7 @@ class Maintenance(Family):
             except EmbeddingError as exc:
                 raise EmbeddingError(
                     f"re-embedding stopped after {written} memories: {exc}") from exc
-            with self._store._transaction() as conn:
+            with self._core.transaction() as conn:
                 written += int(conn.execute(_sql.query("set_embeddings"), {
                     "tenant": self._store.tenant, "space_id": space_id,
                     "ids": [r["id"] for r in rows],
@@ -194,7 +194,7 @@ class Maintenance(Family):
         subject = v.optional_name(subject, "subject")
         v.positive_int(days, "days", 3650)
         v.positive_int(min_sessions, "min_sessions", 1000)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             rows = conn.execute(_sql.query("recent_summaries"), {
                 "tenant": self._store.tenant, "subject": subject, "days": days}).fetchall()
         by_subject: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -210,7 +210,7 @@ class Maintenance(Family):
         base = {"subject": subject, "source_hash": source_hash.hex(),
                 "summaries": len(summaries), "dry_run": dry_run}
         ids = [r["id"] for r in summaries]
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             if conn.execute(_sql.query("sediment_run_exists"), {
                     "tenant": self._store.tenant, "subject": subject,
                     "source_hash": source_hash}).fetchone()["done"]:
@@ -239,8 +239,8 @@ class Maintenance(Family):
                   "metadata": {"sediment_class": c.cls,
                                "source_ids": [str(i) for i in c.source_ids]}}
                  for c in to_store]
-        with self._store._transaction() as conn:
-            self._store._begin(conn, f"sediment {date.today().isoformat()}")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, f"sediment {date.today().isoformat()}")
             inserted = conn.execute(_sql.query("sediment_run_insert"), {
                 "tenant": self._store.tenant, "subject": subject, "source_hash": source_hash,
                 "written": Jsonb({})}).fetchone()
@@ -276,7 +276,7 @@ class Maintenance(Family):
         report: dict[str, Any] = {"dry_run": dry_run, "tag_version": TAG_VERSION, "scanned": 0,
                                   "moved": 0, "unchanged": 0, "moves": {}, "sample": []}
         while True:
-            with self._store._transaction() as conn:
+            with self._core.transaction() as conn:
                 rows = conn.execute(_sql.query("classification_batch"), {
                     "tenant": self._store.tenant, "after": after, "version": TAG_VERSION,
                     "limit": batch_size}).fetchall()
@@ -301,7 +301,7 @@ class Maintenance(Family):
                         report["unchanged"] += 1
                 report["scanned"] += len(rows)
                 if not dry_run:
-                    self._store._begin(conn, "reclassify")
+                    self._core.begin(conn, "reclassify")
                     conn.execute(_sql.query("reclassify"), {"tenant": self._store.tenant,
                                                             "moves": Jsonb(moves)})
         return report

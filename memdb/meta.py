@@ -113,6 +113,6 @@ class MetaMemory(Family):
         "importance", "updated_at"}``, at most ``limit``), ``memory_ids``, ``counts``."""
         name = agent_subject(agent).removeprefix(AGENT_PREFIX)
         v.positive_int(limit, "limit", MAX_LIMIT)
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             return conn.execute(_sql.query("agent_meta"), {
                 "tenant": self._store.tenant, "agent": name, "limit": limit}).fetchone()["meta"]

@@ -69,6 +69,6 @@ class Profiles:
         with no memories has empty sections."""
         who = v.optional_name(subject, "subject") or self.subject or "default"
         v.positive_int(limit, "limit", MAX_LIMIT)
-        with self._read() as conn:  # type: ignore[attr-defined]
+        with self.core.read() as conn:
             return conn.execute(_sql.query("subject_profile"), {
                 "tenant": self.tenant, "subject": who, "limit": limit}).fetchone()["profile"]

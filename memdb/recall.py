@@ -238,7 +238,7 @@ class RecallMixin:
         t0 = time.perf_counter()
         out = RecallResults()
         try:
-            with self._read() as conn:  # type: ignore[attr-defined]
+            with self.core.read() as conn:
                 if timeout:
                     conn.execute(_sql.query("statement_timeout"), {"ms": str(int(timeout))})
                 rows = conn.execute(_sql.query("search_planned"), params).fetchall()
@@ -287,7 +287,7 @@ class RecallMixin:
         self._finish(out, the_plan, reasons, True, {"routes": [], "fallback": True},
                      {"plan_ms": plan_ms, "embed_ms": embed_ms, "db_ms": db_ms}, started, split)
         if want_trace:
-            with self._transaction() as conn:  # type: ignore[attr-defined]
+            with self.core.transaction() as conn:
                 out.trace_id = self._write_trace(conn, query, k, flt, out, None)
         return out
 

@@ -33,7 +33,7 @@ class Review(Family):
         oldest first."""
         if status not in (None, "pending", "approved", "rejected"):
             raise InvalidInput("status must be pending, approved, rejected or None")
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             rows = conn.execute(_sql.query("review_list"), {
                 "tenant": self._store.tenant, "status": status,
                 "subject": v.optional_name(subject, "subject"),
@@ -44,14 +44,14 @@ class Review(Family):
         """Approve a pending entry: its memory is created (category system for rules) and the
         entry records decided_by/decided_at and memory_id. Returns the memory id."""
         rid = as_uuid(review_id)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             row = conn.execute(_sql.query("review_content"),
                                {"tenant": self._store.tenant, "id": rid}).fetchone()
         if row is None:
             raise NotFound(f"no review entry {rid}")
         vector = embed_checked(self._store.embedder, [row["content"]])[0]
-        with self._store._transaction() as conn:
-            self._store._begin(conn, "review approved")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, "review approved")
             return self._decide(conn, "review_approve", {
                 "tenant": self._store.tenant, "id": rid, "embedding": vector,
                 "decided_by": v.optional_name(decided_by, "decided_by"),
@@ -60,8 +60,8 @@ class Review(Family):
     def reject(self, review_id: UUID | str, *, decided_by: str | None = None) -> None:
         """Reject a pending entry (no memory; the same text is not proposed again)."""
         rid = as_uuid(review_id)
-        with self._store._transaction() as conn:
-            self._store._begin(conn, "review rejected")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, "review rejected")
             self._decide(conn, "review_reject", {
                 "tenant": self._store.tenant, "id": rid,
                 "decided_by": v.optional_name(decided_by, "decided_by")})

@@ -235,7 +235,7 @@ class Sessions(Family):
             raise InvalidInput("content must be a string")
         v.optional_text(content, "content", MAX_MESSAGE_CHARS)
         tokens = self._count(content)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             new_id = conn.execute(_sql.query("session_append"), {
                 **key, "role": role, "content": content, "tokens": tokens}).fetchone()["id"]
         chat = self._store.llm if llm is _FROM_ENV else llm
@@ -247,7 +247,7 @@ class Sessions(Family):
         """Fold the turns outside the window into the summary (retried if another worker
         folded meanwhile); returns (turns folded, summary path, fallback reason)."""
         for _attempt in range(_FOLD_ATTEMPTS):
-            with self._store._transaction() as conn:
+            with self._core.transaction() as conn:
                 head = conn.execute(_sql.query("session_get"), key).fetchone()
                 rows = conn.execute(_sql.query("session_window"), {
                     **key, "max_tokens": window.max_tokens,
@@ -258,7 +258,7 @@ class Sessions(Family):
             texts = ([head["summary"]] if head["summary"] else []) + [
                 _turn_text(r["role"], r["content"]) for r in out]
             made = summarize(texts, chat, max_sentences=window.summary_sentences)
-            with self._store._transaction() as conn:
+            with self._core.transaction() as conn:
                 applied = conn.execute(_sql.query("session_fold"), {
                     **key, "expected_through": head["summarized_through"],
                     "through": out[-1]["id"], "summary": made.text,
@@ -274,7 +274,7 @@ class Sessions(Family):
         its working state; NotFound if the session has neither turns nor state."""
         key = self._session_key(session, subject)
         win = window or self.window
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             head = conn.execute(_sql.query("session_get"), key).fetchone()
             rows = conn.execute(_sql.query("session_window"), {
                 **key, "max_tokens": win.max_tokens,
@@ -292,7 +292,7 @@ class Sessions(Family):
     def delete(self, session: str, *, subject: str | None = None) -> None:
         """Delete a session: its turns, summary and working state; NotFound if none."""
         key = self._session_key(session, subject)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             if conn.execute(_sql.query("session_delete"), key).fetchone() is None:
                 raise NotFound(f"no session {key['session']!r} for subject {key['subject']!r}")
 
@@ -300,7 +300,7 @@ class Sessions(Family):
              limit: int = 100) -> list[dict[str, Any]]:
         """Sessions of this tenant (or subject), most recently updated first."""
         v.positive_int(limit, "limit", 100_000)
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             rows = conn.execute(_sql.query("session_list"), {
                 "tenant": self._store.tenant, "limit": limit,
                 "subject": v.optional_name(subject, "subject") or self._store.subject}).fetchall()
@@ -310,7 +310,7 @@ class Sessions(Family):
     def get_state(self, session: str, *, subject: str | None = None) -> WorkingState:
         """The session's working state (an empty one at version 0 if none was written)."""
         key = self._session_key(session, subject)
-        with self._store._read() as conn:
+        with self._core.read() as conn:
             head = conn.execute(_sql.query("session_get"), key).fetchone()
         if head is None:
             return WorkingState()
@@ -326,7 +326,7 @@ class Sessions(Family):
                 or expected_version < 0:
             raise InvalidInput("expected_version must be a non-negative integer")
         value = state if isinstance(state, WorkingState) else WorkingState.from_json(state)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             row = conn.execute(_sql.query("session_set_state"), {
                 **key, "state": Jsonb(value.to_json()),
                 "expected_version": expected_version}).fetchone()
@@ -373,7 +373,7 @@ class Sessions(Family):
         session_id = v.name(session_id, "session_id")
         subject = v.optional_name(subject, "subject")
         v.positive_int(max_sentences, "max_sentences", 50)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             rows = conn.execute(_sql.query("session_memories"), {
                 "tenant": self._store.tenant, "session_id": session_id, "subject": subject,
                 "limit": 1000}).fetchall()
@@ -412,8 +412,8 @@ class Sessions(Family):
                     subject: str | None = None, dry_run: bool = False) -> list[Consolidated]:
         """Move the session's working memories with importance >= ``threshold`` to episodic
         (importance × 1.1, capped at 1; expiry cleared), all in one transaction."""
-        with self._store._transaction() as conn:
-            self._store._begin(conn, f"consolidate: session {session_id}")
+        with self._core.transaction() as conn:
+            self._core.begin(conn, f"consolidate: session {session_id}")
             rows = conn.execute(_sql.query("consolidate_session"), {
                 "tenant": self._store.tenant, "session_id": v.name(session_id, "session_id"),
                 "threshold": v.unit(threshold, "threshold"),

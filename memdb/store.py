@@ -149,6 +149,92 @@ def _uuid(value: object) -> UUID:
         raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
+class _Core:
+    """The store's :class:`~memdb.family.StoreCore`: what the families, recall, ingestion and
+    the context builder use of it (``store.core``)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    @property
+    def tenant(self) -> str:
+        return self._store.tenant
+
+    @property
+    def subject(self) -> str | None:
+        return self._store.subject
+
+    @property
+    def actor(self) -> str | None:
+        return self._store.actor
+
+    @property
+    def db(self) -> Database:
+        return self._store.db
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._store.embedder
+
+    @property
+    def llm(self) -> ChatLLM | None:
+        return self._store.llm
+
+    def space_id(self) -> int:
+        return self._store.space_id()
+
+    def transaction(self, *, pipelined: bool = False) -> Any:
+        """A transaction on the primary confined by row-level security to the store's tenant
+        (and subject); with a read replica, later read_your_writes reads wait for its commit.
+        ``pipelined``: one round trip, cursors read after the block (Database.transaction)."""
+        store = self._store
+        transaction = store.db.transaction(tenant=store.tenant, subject=store.subject,
+                                           pipelined=pipelined)
+        return transaction if store.replica is None else store.replica.writing(transaction)
+
+    def read(self, *, pipelined: bool = False) -> Any:
+        """A read-only transaction confined like :meth:`transaction`: on the read replica
+        when there is one (per the consistency in force), else on the primary."""
+        store = self._store
+        if store.replica is None:
+            return store.db.transaction(tenant=store.tenant, subject=store.subject,
+                                        pipelined=pipelined)
+        return store.replica.read(store.tenant, store.subject, pipelined=pipelined)
+
+    def begin(self, conn: Any, reason: str | None) -> None:
+        set_local(conn, "set_context",
+                  {"actor": self._store.actor or "", "reason": v.reason(reason) or ""})
+
+    def check_keyword_index(self, texts: list[tuple[str, str | None]]) -> None:
+        """InvalidInput, before the gate and embedding, for a (content, search_context) whose
+        keyword index would pass PostgreSQL's 1 MB tsvector limit; only texts big enough to
+        come near it are asked about (``memdb.keyword_index_fits``)."""
+        big = [(n, c, s) for n, (c, s) in enumerate(texts) if keyword_index_may_overflow(c, s)]
+        if not big:
+            return
+        with self.transaction() as conn:
+            for n, content, context in big:
+                if not conn.execute(_sql.query("keyword_index_fits"), {
+                        "content": content, "search_context": context}).fetchone()["fits"]:
+                    which = f"item {n + 1}: " if len(texts) > 1 else ""
+                    raise InvalidInput(
+                        f"{which}content and search_context make a keyword index over "
+                        "PostgreSQL's 1 MB tsvector limit (too many distinct words or CJK "
+                        "bigrams); shorten them or split the memory")
+
+    def embed_to_store(self, texts: list[str]) -> np.ndarray | None:
+        """Vectors for texts to store, or None when the provider failed and the policy is
+        ``defer`` (the rows are then stored without embeddings, queued for reembed())."""
+        try:
+            return embed_checked(self._store.embedder, texts)
+        except EmbeddingError:
+            if self._store.on_embedding_error == "defer":
+                return None
+            raise
+
+
 class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     """Long-term memory for one tenant in PostgreSQL.
 
@@ -219,6 +305,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         if gate is not None and not isinstance(gate, WritePolicy):
             raise InvalidInput(f"gate must be a WritePolicy or None, got {type(gate).__name__}")
         self.gate = gate
+        self.core = _Core(self)
 
     def __repr__(self) -> str:  # the DSN without its password; never an API key
         return (f"MemoryStore(tenant={self.tenant!r}, subject={self.subject!r}, db={self.db!r}, "
@@ -339,36 +426,20 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         if self._space_id is None:
             params = {"model": self.embedder.model, "dims": self.embedder.dims}
             try:
-                with self._transaction() as conn:
+                with self.core.transaction() as conn:
                     if not conn.execute(_sql.query("schema_ready")).fetchone()["ready"]:
                         raise NotMigrated("the memdb schema is missing: run `memdb migrate`")
                     row = conn.execute(_sql.query("ensure_space"), params).fetchone()
             except Forbidden:  # not registered yet: the login registers it if it is the admin
                 if owns_server(self.db):  # memdb's own server: its superuser registers it
                     _bridge.blocking(self._register_space, self.db.admin_dsn)
-                    with self._transaction() as conn:
+                    with self.core.transaction() as conn:
                         row = conn.execute(_sql.query("ensure_space"), params).fetchone()
                 else:
                     with self.db.transaction() as conn:
                         row = conn.execute(_sql.query("ensure_space"), params).fetchone()
             self._space_id = int(row["id"])
         return self._space_id
-
-    def _transaction(self, *, pipelined: bool = False) -> Any:
-        """A transaction on the primary confined by row-level security to this store's tenant
-        (and subject); with a read replica, later read_your_writes reads wait for its commit.
-        ``pipelined``: one round trip, cursors read after the block (Database.transaction)."""
-        transaction = self.db.transaction(tenant=self.tenant, subject=self.subject,
-                                          pipelined=pipelined)
-        return transaction if self.replica is None else self.replica.writing(transaction)
-
-    def _read(self, *, pipelined: bool = False) -> Any:
-        """A read-only transaction confined like :meth:`_transaction`: on the read replica
-        when there is one (per the consistency in force), else on the primary."""
-        if self.replica is None:
-            return self.db.transaction(tenant=self.tenant, subject=self.subject,
-                                       pipelined=pipelined)
-        return self.replica.read(self.tenant, self.subject, pipelined=pipelined)
 
     @_bridge.no_io
     def consistency(self, consistency: str, *, timeout: float | None = None) -> Any:
@@ -385,10 +456,6 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                 check_timeout(timeout)
             return contextlib.nullcontext()
         return self.replica.scope(consistency, timeout)
-
-    def _begin(self, conn: Any, reason: str | None) -> None:
-        set_local(conn, "set_context",
-                  {"actor": self.actor or "", "reason": v.reason(reason) or ""})
 
     # -- writes ----------------------------------------------------------------------------
     def add(self, content: str, *, reason: str | None = None,
@@ -458,7 +525,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         policy = self._policy(gate)
         for i in inputs:
             i.to_item()  # malformed input fails the call, gate or not
-        self._check_keyword_index([(i.content, i.search_context) for i in inputs])
+        self.core.check_keyword_index([(i.content, i.search_context) for i in inputs])
         decisions = [None if policy is None else policy.decide(i, enforce=not bypass_gate)
                      for i in inputs]
         results: list[AddResult | None] = [None] * len(inputs)
@@ -494,7 +561,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         missing = [n for n, vec in enumerate(vectors) if vec is None]
         deferred: set[int] = set()
         if missing:
-            computed = self._embed_passages([inputs[n].embedding_text() for n in missing])
+            computed = self.core.embed_to_store([inputs[n].embedding_text() for n in missing])
             if computed is None:
                 deferred = set(missing)
             else:
@@ -508,8 +575,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         # every batch go to the server in one round trip (pipelined); rows are read after.
         for attempt in range(_WRITE_ATTEMPTS):
             try:
-                with self._transaction(pipelined=True) as conn:
-                    self._begin(conn, reason)
+                with self.core.transaction(pipelined=True) as conn:
+                    self.core.begin(conn, reason)
                     batches = [conn.execute(_sql.query("write_memories"), {
                         "items": Jsonb(payload[start:start + batch_size]),
                         "embeddings": vectors[start:start + batch_size],
@@ -526,33 +593,6 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                 _bridge.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         return [_result(row, decision, dry_run, deferred=n in deferred)
                 for n, (row, (_item, decision)) in enumerate(zip(rows, todo, strict=True))]
-
-    def _check_keyword_index(self, texts: list[tuple[str, str | None]]) -> None:
-        """InvalidInput, before the gate and embedding, for a (content, search_context) whose
-        keyword index would pass PostgreSQL's 1 MB tsvector limit; only texts big enough to
-        come near it are asked about (``memdb.keyword_index_fits``)."""
-        big = [(n, c, s) for n, (c, s) in enumerate(texts) if keyword_index_may_overflow(c, s)]
-        if not big:
-            return
-        with self._transaction() as conn:
-            for n, content, context in big:
-                if not conn.execute(_sql.query("keyword_index_fits"), {
-                        "content": content, "search_context": context}).fetchone()["fits"]:
-                    which = f"item {n + 1}: " if len(texts) > 1 else ""
-                    raise InvalidInput(
-                        f"{which}content and search_context make a keyword index over "
-                        "PostgreSQL's 1 MB tsvector limit (too many distinct words or CJK "
-                        "bigrams); shorten them or split the memory")
-
-    def _embed_passages(self, texts: list[str]) -> np.ndarray | None:
-        """Vectors for texts to store, or None when the provider failed and the policy is
-        ``defer`` (the rows are then stored without embeddings, queued for reembed())."""
-        try:
-            return embed_checked(self.embedder, texts)
-        except EmbeddingError:
-            if self.on_embedding_error == "defer":
-                return None
-            raise
 
     @_reads_on_primary
     def update(self, memory_id: UUID | str, *, reason: str | None = None,
@@ -609,7 +649,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             clean.update(_reclassified(current, clean))
         if "content" in clean or "search_context" in clean:
             current = current or self.get(mid)
-            self._check_keyword_index([(clean.get("content", current.content),
+            self.core.check_keyword_index([(clean.get("content", current.content),
                                         clean.get("search_context", current.search_context))])
         policy = self._policy(gate)
         if policy is not None and not bypass_gate and _GATED_FIELDS.intersection(clean):
@@ -622,11 +662,11 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             current = current or self.get(mid)
             text = clean.get("content", current.content)
             context = clean.get("search_context", current.search_context)
-            computed = self._embed_passages([f"{context}\n{text}" if context else text])
+            computed = self.core.embed_to_store([f"{context}\n{text}" if context else text])
             vector = None if computed is None else computed[0]  # None: deferred, see reembed()
         space_id = self.space_id() if vector is not None else None
-        with self._transaction() as conn:
-            self._begin(conn, reason)
+        with self.core.transaction() as conn:
+            self.core.begin(conn, reason)
             row = conn.execute(_sql.query("update_memory"), {
                 "tenant": self.tenant, "id": mid, "changes": Jsonb(clean),
                 "embedding": vector, "space_id": space_id,
@@ -654,8 +694,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def delete(self, memory_id: UUID | str, *, reason: str | None = None) -> None:
         """Delete a memory (history keeps a 'delete' row); NotFound if there is none."""
         mid = memory_id_of(self, memory_id)
-        with self._transaction() as conn:
-            self._begin(conn, reason)
+        with self.core.transaction() as conn:
+            self.core.begin(conn, reason)
             deleted = conn.execute(_sql.query("delete_memory"),
                                    {"tenant": self.tenant, "id": mid}).fetchone()["deleted"]
         if not deleted:
@@ -667,7 +707,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         A URI (``mem://alice/preferences/<id>``, see :mod:`memdb.uris`) must name the
         memory's subject and category too, as must one given to update, delete and history."""
         mid = memory_id_of(self, memory_id)
-        with self._read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
+        with self.core.read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
             cur = conn.execute(_sql.query("get_memory"), {"tenant": self.tenant, "id": mid})
         row = cur.fetchone()
         if row is None:
@@ -681,7 +721,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         flt = Filter.of(filter, **conditions).to_json()
         v.positive_int(limit, "limit", 100_000)
         v.offset(offset)
-        with self._read(pipelined=True) as conn:
+        with self.core.read(pipelined=True) as conn:
             cur = conn.execute(_sql.query("list_memories"), {
                 "tenant": self.tenant, "filter": Jsonb(flt), "limit": limit, "offset": offset,
             })
@@ -749,7 +789,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         params = {"tenant": self.tenant, "query": query, "embedding": vector, "k": k,
                   "filter": Jsonb(flt), "options": Jsonb(options)}
         started = time.perf_counter()
-        with self._read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
+        with self.core.read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
             found = conn.execute(_sql.query("search_hybrid"), params)
             expanded = (conn.execute(_sql.query("prf_terms"), params)
                         if explain and options.get("prf") else None)
@@ -784,7 +824,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         ids = [_uuid(i) for i in memory_ids]
         if not ids:
             return 0
-        with self._transaction() as conn:
+        with self.core.transaction() as conn:
             return int(conn.execute(_sql.query("mark_used"), {
                 "tenant": self.tenant, "ids": ids,
                 "subject": v.optional_name(subject, "subject")}).fetchone()["marked"])
@@ -792,7 +832,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def history(self, memory_id: UUID | str) -> list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (also after it was deleted)."""
         mid = memory_id_of(self, memory_id, history=True)
-        with self._read(pipelined=True) as conn:
+        with self.core.read(pipelined=True) as conn:
             cur = conn.execute(_sql.query("history"), {"tenant": self.tenant, "id": mid})
         rows = cur.fetchall()
         if not rows:
@@ -802,7 +842,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def count(self) -> int:
         """How many rows this tenant (or, with subject isolation, this subject) has: all
         versions, expired included."""
-        with self._read(pipelined=True) as conn:
+        with self.core.read(pipelined=True) as conn:
             cur = conn.execute(_sql.query("count_memories"), {"tenant": self.tenant})
         return int(cur.fetchone()["n"])
 

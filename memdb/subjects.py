@@ -34,7 +34,7 @@ class Subjects(Family):
         subject = v.name(subject, "subject")
         out = open_new(path)
         try:
-            with out, self._store._transaction() as conn:
+            with out, self._core.transaction() as conn:
                 data = conn.execute(_sql.query("export_subject"), {
                     "tenant": self._store.tenant, "subject": subject}).fetchone()["export"]
                 json.dump(data, out, ensure_ascii=False, indent=2, default=str)
@@ -52,8 +52,8 @@ class Subjects(Family):
         subject = v.name(subject, "subject")
         out = open_new(export_to) if export_to is not None and not dry_run else None
         try:
-            with self._store._transaction() as conn:
-                self._store._begin(conn, "forget_subject")
+            with self._core.transaction() as conn:
+                self._core.begin(conn, "forget_subject")
                 if out is not None:
                     data = conn.execute(_sql.query("export_subject"), {
                         "tenant": self._store.tenant, "subject": subject}).fetchone()["export"]
@@ -81,7 +81,7 @@ class Subjects(Family):
         v.positive_int(max_chars, "max_chars", 100_000)
         flt = Jsonb(Filter.of(None, **({"subject": subject} if subject else {})).to_json())
         params = {"tenant": self._store.tenant, "filter": flt, "limit": k}
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             counts = conn.execute(_sql.query("summary_counts"), params).fetchall()
             top = conn.execute(_sql.query("summary_top"), params).fetchall()
         by_kind: dict[str, int] = {}

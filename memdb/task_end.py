@@ -251,8 +251,8 @@ def _propose(store: Any, subject: str, texts: list[str], source_id: str, sources
         {"content": t, "subject": subject, "kind": "procedural", "category": "system",
          "source_type": "system", "source_id": source_id} for t in texts])
     out = []
-    with store._transaction() as conn:
-        store._begin(conn, reason)
+    with store.core.transaction() as conn:
+        store.core.begin(conn, reason)
         for text, decision in zip(texts, decisions, strict=True):
             if decision.item is None:
                 out.append(TaskEndWrite("rule", text, "rejected", None, decision.reasons))

@@ -33,7 +33,7 @@ class Traces(Family):
     def list(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest traces (summaries), newest first."""
         v.positive_int(limit, "limit", 10_000)
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             return [dict(r) for r in conn.execute(_sql.query("list_traces"),
                                                   {"tenant": self._store.tenant, "limit": limit})]
 
@@ -43,7 +43,7 @@ class Traces(Family):
             tid = trace_id if isinstance(trace_id, UUID) else UUID(str(trace_id))
         except ValueError:
             raise InvalidInput(f"not a trace id (UUID): {trace_id!r}") from None
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             row = conn.execute(_sql.query("get_trace"),
                                {"tenant": self._store.tenant, "id": tid}).fetchone()
         if row is None:
@@ -58,7 +58,7 @@ class Traces(Family):
             since = datetime.now().astimezone() - since
         elif since is not None and not isinstance(since, datetime):
             raise InvalidInput("since must be a datetime or a timedelta")
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             return conn.execute(_sql.query("trace_stats"),
                                 {"tenant": self._store.tenant, "since": since}).fetchone()["stats"]
 
@@ -67,7 +67,7 @@ class Traces(Family):
         ``retention_days``, 30, or $MEMDB_TRACE_RETENTION_DAYS); returns how many."""
         days = self.retention_days if older_than_days is None else older_than_days
         days = v.days(days, "older_than_days")
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             return int(conn.execute(_sql.query("purge_traces"), {
                 "tenant": self._store.tenant,
                 "older_than": timedelta(days=days)}).fetchone()["purged"])
@@ -75,7 +75,7 @@ class Traces(Family):
     def erase(self, subject: str) -> int:
         """Erasure with the subject: delete every trace that searched or returned the
         subject's memories; returns how many."""
-        with self._store._transaction() as conn:
+        with self._core.transaction() as conn:
             return int(conn.execute(_sql.query("erase_traces"), {
                 "tenant": self._store.tenant,
                 "subject": v.name(subject, "subject")}).fetchone()["erased"])

@@ -90,7 +90,7 @@ def memory_id(store: Any, value: object, *, history: bool = False) -> UUID:
             raise InvalidInput(f"not a memory id (UUID) or URI (mem://subject/category/id): "
                                f"{value!r}") from None
     uri = MemoryUri.parse(value)
-    with store._read() as conn:
+    with store.core.read() as conn:
         found = conn.execute(_sql.query("memory_at_uri"), {
             "tenant": store.tenant, "id": uri.id, "subject": uri.subject,
             "category": uri.category, "uri": value, "history": history,

@@ -68,8 +68,9 @@ def _wrapped(value: Any) -> Any:
 
 
 class OnAsyncDriver(_Blocking):
-    """``MemoryStore(...)`` for the tests, on the async driver. A test reaching a private
-    helper (``store._transaction()`` for a SQL-level check) gets a synchronous twin's."""
+    """``MemoryStore(...)`` for the tests, on the async driver. A test reaching the store's
+    core or a private helper (``store.core.transaction()`` for a SQL-level check) gets a
+    synchronous twin's."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(AsyncMemoryStore(*args, **kwargs))
@@ -77,7 +78,7 @@ class OnAsyncDriver(_Blocking):
         object.__setattr__(self, "_twin", None)
 
     def __getattr__(self, name: str) -> Any:
-        if not name.startswith("_"):
+        if not name.startswith("_") and name != "core":
             return super().__getattr__(name)
         if self._twin is None:
             from memdb import MemoryStore

@@ -237,7 +237,7 @@ def test_search_planned_subqueries_from_sql(store: MemoryStore, raw):
                                   '["' + "a" * 1001 + '"]'])
 def test_bad_plan_subqueries_are_refused(store: MemoryStore, subs):
     with pytest.raises(InvalidInput, match="subqueries"):
-        with store._read() as conn:
+        with store.core.read() as conn:
             conn.execute("SELECT * FROM memdb.search_planned('default', %s::jsonb)",
                          (f'{{"query": "q", "queries": [], "subqueries": {subs}}}',)).fetchall()
 

@@ -64,7 +64,7 @@ def test_default_store_is_not_a_superuser(home):
                 {"tenant": "acme", "subject": "s", "content": "acme 的秘密 secret"},
                 {"tenant": "default", "subject": "s", "content": "default 的笔记 note"}]),))
         assert [m.content for m in store.list()] == ["default 的笔记 note"]
-        with store._transaction() as conn:  # a DAL transaction, then the attacker's move
+        with store.core.transaction() as conn:  # a DAL transaction, then the attacker's move
             conn.execute("RESET ROLE")
             row = conn.execute("SELECT current_user, rolsuper FROM pg_roles "
                                "WHERE rolname = current_user").fetchone()

@@ -803,7 +803,7 @@ def test_cli_ingest_of_a_folder_with_a_fifo_returns(fresh_db, tmp_path):
     try:
         done = subprocess.run(
             [sys.executable, "-c", "from memdb.cli import main; main()", "--dsn", fresh_db,
-             "ingest", str(root), "--json"],
+             "documents", "ingest", str(root), "--json"],
             capture_output=True, text=True, timeout=120, env=env)
     except subprocess.TimeoutExpired:
         _release(special["fifo"])

@@ -366,7 +366,7 @@ def test_get_uses_the_norm_key_index(fresh_db: str, embedder: Any, raw: Any) -> 
                   for i in range(300)])
         raw.execute("ANALYZE memdb.memories")
         uri = lgm.item_uri(lg._root, ("p", "3"), "k3")
-        with lg.memory_store._transaction() as conn:
+        with lg.memory_store.core.transaction() as conn:
             plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
                 "EXPLAIN " + _sql.query("langgraph_get"),
                 {"tenant": lg.tenant, "subject": lg.subject, "category": lg.category,

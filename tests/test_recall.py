@@ -216,7 +216,7 @@ def test_bad_plans_and_options_are_refused(store, seeded):
         store.recall("茶", plan={"query": "茶", "intent": "nonsense", "queries": []})
     with pytest.raises(InvalidInput):
         store.recall("茶", backstop=11)
-    with store._transaction() as conn, pytest.raises(psycopg.Error):
+    with store.core.transaction() as conn, pytest.raises(psycopg.Error):
         conn.execute("SELECT * FROM memdb.search_planned('default', '{\"query\": 1}')")
 
 

@@ -69,15 +69,15 @@ def _in_recovery(conn: Any) -> bool:
 
 def test_reads_run_on_the_standby_and_writes_on_the_primary(pair, embedder, tenant):
     with _store(pair, embedder, tenant) as store:
-        with store._read() as conn:
+        with store.core.read() as conn:
             assert _in_recovery(conn)
             assert conn.execute("SELECT current_user AS u").fetchone()["u"] == "memdb_app"
-        with store._transaction() as conn:
+        with store.core.transaction() as conn:
             assert not _in_recovery(conn)
-        with store.consistency("primary"), store._read() as conn:
+        with store.consistency("primary"), store.core.read() as conn:
             assert not _in_recovery(conn)
     with _store(pair, embedder, tenant, read_dsn="") as store:  # none: the primary
-        with store._read() as conn:
+        with store.core.read() as conn:
             assert not _in_recovery(conn)
 
 
@@ -292,7 +292,7 @@ def test_environment_and_cli_name_the_standby(pair, embedder, tenant, monkeypatc
     monkeypatch.setenv("MEMDB_READ_CONSISTENCY", "replica")
     with MemoryStore(pair.app_dsn, tenant=tenant, embedder=embedder, gate=None) as store:
         assert store.replica is not None and store.replica.consistency == "replica"
-        with store._read() as conn:
+        with store.core.read() as conn:
             assert _in_recovery(conn)
     monkeypatch.delenv("MEMDB_READ_DSN")
     pair.pause_replay()

@@ -31,6 +31,7 @@ CORE = {
     "embedder", "llm", "planner", "recall_timeout_ms", "trace_recall", "space_id", "tenant",
     "subject", "actor", "gate", "on_embedding_error", "db",
     "replica", "consistency",  # read replicas (docs/scaling.md): the router, a consistency block
+    "core",  # what families and code built on the store use of it (memdb.family.StoreCore)
 }
 FAMILIES = {"sessions": Sessions, "documents": Documents, "graph": Graph, "review": Review,
             "traces": Traces, "maintenance": Maintenance, "subjects": Subjects,

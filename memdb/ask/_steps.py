@@ -64,7 +64,7 @@ def search_fused(store: Any, question: str, expansion: Expansion, k: int,
               "embeddings": vectors, "k": k, "filter": Jsonb(flt),
               "options": Jsonb(DEFAULT_OPTIONS.to_json()), "rrf_k": float(rrf_k),
               "depth": None}
-    with store._read() as conn:
+    with store.core.read() as conn:
         rows = conn.execute(_sql.query("search_fused"), params).fetchall()
     return [SearchHit(
         memory=Memory.from_row(r), score=float(r["score"]), rank=int(r["rank"]),

@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -36,14 +36,12 @@ from ..errors import (
     TooLarge,
     translate,
 )
+from ..family import StoreCore
 from ..tokens import TokenCounter
 from ._chunker import Chunk, ChunkOptions, chunk_text
 from ._readers import FileProblem, extract, format_for, read_regular
 from ._report import FileResult, IngestReport
 from ._sources import Source, discover
-
-if TYPE_CHECKING:
-    from ..store import MemoryStore
 
 __all__ = ["IngestSettings", "run_ingest"]
 
@@ -102,10 +100,10 @@ def _context(title: str | None, path: Sequence[str]) -> str | None:
 
 
 class _Run:
-    def __init__(self, store: MemoryStore, settings: IngestSettings, *, dry_run: bool,
+    def __init__(self, core: StoreCore, settings: IngestSettings, *, dry_run: bool,
                  force: bool, counter: TokenCounter | None,
                  progress: Callable[[FileResult], None] | None) -> None:
-        self.store, self.s = store, settings
+        self.core, self.s = core, settings
         self.dry_run, self.force = dry_run, force
         self.counter, self.progress = counter, progress
         self.report = IngestReport(dry_run=dry_run)
@@ -123,15 +121,15 @@ class _Run:
 
     def space_id(self) -> int:
         if self._space_id is None:
-            self._space_id = self.store.space_id()
+            self._space_id = self.core.space_id()
         return self._space_id
 
     def load_state(self, uris: list[str]) -> None:
         started = time.perf_counter()
-        with self.store._transaction() as conn:
+        with self.core.transaction() as conn:
             for i in range(0, len(uris), 1000):
                 rows = conn.execute(_sql.query("document_state"), {
-                    "tenant": self.store.tenant, "uris": uris[i:i + 1000]}).fetchall()
+                    "tenant": self.core.tenant, "uris": uris[i:i + 1000]}).fetchall()
                 self.state.update({r["uri"]: r for r in rows})
         self.report.db_seconds += time.perf_counter() - started
 
@@ -224,9 +222,9 @@ class _Run:
         if not group:
             return
         started = time.perf_counter()
-        with self.store._transaction() as conn:
+        with self.core.transaction() as conn:
             rows = conn.execute(_sql.query("known_chunks_batch"), {
-                "tenant": self.store.tenant,
+                "tenant": self.core.tenant,
                 "documents": Jsonb([{
                     **{k: p.document[k] for k in
                        ("uri", "subject", "scope", "project_id", "session_id")},
@@ -249,7 +247,7 @@ class _Run:
         delay = self.s.backoff
         for attempt in range(self.s.embed_attempts):
             try:
-                return embed_checked(self.store.embedder, texts)
+                return embed_checked(self.core.embedder, texts)
             except Exception as exc:  # noqa: BLE001 - any provider failure is retried
                 if attempt + 1 == self.s.embed_attempts:
                     if isinstance(exc, EmbeddingError):
@@ -299,7 +297,7 @@ class _Run:
             ok = []
             for p in batch:  # find the documents that fail on their own; keep the rest
                 try:
-                    self._fill(p, embed_checked(self.store.embedder,
+                    self._fill(p, embed_checked(self.core.embedder,
                         [self._embedding_text(p.items[n]) for n in p.to_embed]))
                     p.embedded = len(p.to_embed)
                     ok.append(p)
@@ -318,8 +316,8 @@ class _Run:
         started = time.perf_counter()
         space_id = self.space_id()
         results: list[FileResult] | None = None
-        with self.store._transaction() as conn:
-            self.store._begin(conn, "ingest")
+        with self.core.transaction() as conn:
+            self.core.begin(conn, "ingest")
             if len(batch) > 1:
                 try:
                     with conn.transaction():  # a savepoint: the singles below start clean
@@ -336,7 +334,7 @@ class _Run:
     def _call(self, conn: psycopg.Connection, batch: list[_Prepared],
               space_id: int) -> list[dict[str, Any]]:
         rows = conn.execute(_sql.query("ingest_documents"), {
-            "tenant": self.store.tenant, "documents": Jsonb([p.document for p in batch]),
+            "tenant": self.core.tenant, "documents": Jsonb([p.document for p in batch]),
             "chunks": Jsonb([p.items for p in batch]),
             "embeddings": [v for p in batch for v in p.vectors],
             "space_id": space_id}).fetchall()
@@ -463,24 +461,24 @@ class _Run:
 
     def prune(self, prefixes: list[str], keep: list[str]) -> None:
         started = time.perf_counter()
-        with self.store._transaction() as conn:
-            self.store._begin(conn, "ingest --prune")
+        with self.core.transaction() as conn:
+            self.core.begin(conn, "ingest --prune")
             rows = conn.execute(_sql.query("prune_documents"), {
-                "tenant": self.store.tenant, "prefixes": prefixes, "keep": keep,
+                "tenant": self.core.tenant, "prefixes": prefixes, "keep": keep,
                 "dry_run": self.dry_run}).fetchall()
         self.report.db_seconds += time.perf_counter() - started
         self.report.pruned = [FileResult(r["uri"], "removed", chunks=r["chunks"],
                                          document_id=str(r["document_id"])) for r in rows]
 
 
-def run_ingest(store: MemoryStore, items: Iterable[Any], settings: IngestSettings, *,
+def run_ingest(core: StoreCore, items: Iterable[Any], settings: IngestSettings, *,
                include: Sequence[str] = (), exclude: Sequence[str] = (), root: Any = None,
                follow_outside_links: bool = False, prune: bool = False,
                dry_run: bool = False, force: bool = False,
                counter: TokenCounter | None = None,
                progress: Callable[[FileResult], None] | None = None) -> IngestReport:
     """Run one ingest (see :meth:`memdb.documents.Documents.ingest`)."""
-    run = _Run(store, settings, dry_run=dry_run, force=force, counter=counter,
+    run = _Run(core, settings, dry_run=dry_run, force=force, counter=counter,
                progress=progress)
     return run.run(items, include=include, exclude=exclude, root=root,
                    follow_outside_links=follow_outside_links, prune=prune)

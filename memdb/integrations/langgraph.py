@@ -247,7 +247,7 @@ class MemdbStore(BaseStore):
         """The newest current row at each item URI (expired ones flagged), in ``conn``'s
         transaction or a new one."""
         if conn is None:
-            with self._mem._transaction() as own:
+            with self._mem.core.transaction() as own:
                 return self._rows(uris, own)
         rows = conn.execute(_sql.query("langgraph_get"), {
             "tenant": self.tenant, "subject": self.subject, "category": self.category,
@@ -261,7 +261,7 @@ class MemdbStore(BaseStore):
     def _list(self, prefix: str, metadata: dict[str, Any] | None, limit: int,
               offset: int) -> list[Memory]:
         """Current, unexpired items under a URI prefix, most recently updated first."""
-        with self._mem._transaction() as conn:
+        with self._mem.core.transaction() as conn:
             rows = conn.execute(_sql.query("langgraph_list"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category,
                 "prefix": prefix, "metadata": None if metadata is None else Jsonb(metadata),
@@ -336,7 +336,7 @@ class MemdbStore(BaseStore):
         if op.max_depth is not None and (not isinstance(op.max_depth, int)
                                          or op.max_depth < 1):
             raise InvalidInput(f"max_depth must be a positive integer, got {op.max_depth!r}")
-        with self._mem._transaction() as conn:
+        with self._mem.core.transaction() as conn:
             rows = conn.execute(_sql.query("langgraph_namespaces"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category,
                 "root": self._root}).fetchall()
@@ -348,8 +348,8 @@ class MemdbStore(BaseStore):
         return sorted(set(spaces))[op.offset:op.offset + op.limit]
 
     def _refresh(self, refresh: dict[Any, float]) -> None:
-        with self._mem._transaction() as conn:
-            self._mem._begin(conn, "langgraph: TTL refreshed on read")
+        with self._mem.core.transaction() as conn:
+            self._mem.core.begin(conn, "langgraph: TTL refreshed on read")
             conn.execute(_sql.query("langgraph_refresh_ttl"), {
                 "tenant": self.tenant, "ids": list(refresh), "secs": list(refresh.values())})
 
@@ -381,7 +381,7 @@ class MemdbStore(BaseStore):
                         and (seen.get(uri) is None or seen[uri]["content"] != c)})
         vectors = self._vectors(texts)
         space_id = self._mem.space_id()  # cached; asked before the transaction holds a connection
-        with self._mem._transaction() as conn:
+        with self._mem.core.transaction() as conn:
             conn.execute(_sql.query("langgraph_lock"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category})
             rows = self._rows(uris, conn)
@@ -389,7 +389,7 @@ class MemdbStore(BaseStore):
             for op, uri, packed, content in plans:
                 row = rows.get(uri)
                 if row is not None and (packed is None or row["expired"]):
-                    self._mem._begin(conn, "langgraph: delete")
+                    self._mem.core.begin(conn, "langgraph: delete")
                     conn.execute(_sql.query("delete_memory"),
                                  {"tenant": self.tenant, "id": row["id"]})
                     row = None
@@ -413,7 +413,7 @@ class MemdbStore(BaseStore):
                     changes["content"] = content
                     vector = vectors[content] if content in vectors else \
                         self._vectors([content])[content]
-                self._mem._begin(conn, "langgraph: put")
+                self._mem.core.begin(conn, "langgraph: put")
                 conn.execute(_sql.query("update_memory"), {
                     "tenant": self.tenant, "id": row["id"], "changes": Jsonb(changes),
                     "embedding": vector, "space_id": None if vector is None else space_id})
@@ -425,8 +425,8 @@ class MemdbStore(BaseStore):
         defers embedding, see MemoryStore.reembed)."""
         if not texts:
             return {}
-        self._mem._check_keyword_index([(t, None) for t in texts])
-        computed = self._mem._embed_passages(texts)
+        self._mem.core.check_keyword_index([(t, None) for t in texts])
+        computed = self._mem.core.embed_to_store(texts)
         return dict(zip(texts, [None] * len(texts) if computed is None else list(computed),
                         strict=True))
 
@@ -438,7 +438,7 @@ class MemdbStore(BaseStore):
         payload = [{"subject": self.subject, **as_input(item).to_item(), "tenant": self.tenant}
                    for item, _ in new]
         embeddings = [vectors[c] for _, c in new]
-        self._mem._begin(conn, "langgraph: put")
+        self._mem.core.begin(conn, "langgraph: put")
         results = conn.execute(_sql.query("write_memories"), {
             "items": Jsonb(payload), "embeddings": embeddings,
             "space_id": space_id if any(e is not None for e in embeddings) else None,

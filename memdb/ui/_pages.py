@@ -114,10 +114,10 @@ async def _context(request: Request) -> AsyncIterator[_Ctx]:
 
 async def _rows(store: Any, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     """A named query of sql/queries/ui.sql on the store's connection (RLS as its login)."""
-    core = store._sync
+    core = store._sync.core  # the sync store under the async face: run in the bridge below
 
     def run() -> list[dict[str, Any]]:
-        with core._transaction() as conn:
+        with core.transaction() as conn:
             return conn.execute(_sql.query(name), {"tenant": core.tenant, **params}).fetchall()
 
     return await _bridge.run(run)
