@@ -535,3 +535,30 @@ def test_key_checks_survive_dropped_connections(door, keys, module_db):
         assert ended >= 1
         assert c.get("/v1/whoami").status_code == 200
         assert c.get("/v1/memories", params={"limit": 1}).status_code == 200
+
+
+def test_api_docs_work_offline_and_declare_the_bearer_scheme(door):
+    """/docs and /redoc load their scripts and styles from this server (the fastapi-offline
+    package), not from a CDN, and never call Swagger's online validator; the OpenAPI document
+    declares the bearer scheme every /v1 route needs."""
+    import re
+
+    with door.client() as c:
+        for page in ("/docs", "/redoc"):
+            html = c.get(page)
+            assert html.status_code == 200
+            sources = re.findall(r'(?:src|href)="([^"]+)"', html.text)
+            assert sources and all(s.startswith("/docs/static/") for s in sources), sources
+            assert "cdn.jsdelivr" not in html.text and "unpkg" not in html.text
+            for source in sources:
+                asset = c.get(source)
+                assert asset.status_code == 200 and len(asset.content) > 1000, source
+        assert '"validatorUrl": null' in c.get("/docs").text
+        spec = c.get("/openapi.json").json()
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["apiKey"] == {**schemes["apiKey"], "type": "http", "scheme": "bearer"}
+    search = spec["paths"]["/v1/search"]["post"]
+    assert search["security"] == [{"apiKey": []}]
+    assert "security" not in spec["paths"]["/v1/health"]["get"]
+    body = spec["components"]["schemas"]["SearchIn"]["properties"]
+    assert body["k"]["maximum"] == 1000 and body["subject"]["maxLength"] == 256

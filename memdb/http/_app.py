@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response, Security
+from fastapi.security import HTTPBearer
 
 from .. import _validate as v
 from .._json import jsonable
@@ -21,7 +22,7 @@ from ..errors import Forbidden, InvalidInput, TooLarge
 from ..ingest import TextSource
 from ..keys import Binding
 from ..search import SearchOptions
-from . import _errors
+from . import _docs, _errors
 from ._limits import BodyLimit
 from ._models import (
     AddMany,
@@ -73,8 +74,15 @@ def _presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key")
 
 
-async def principal(request: Request) -> Binding:
-    """The live key of this request (401 without one), within its rate (429)."""
+_BEARER = HTTPBearer(auto_error=False, scheme_name="apiKey",
+                     description="An API key from `memdb keys create` (mdb_...); "
+                                 "`X-API-Key: mdb_...` works too.")
+
+
+async def principal(request: Request,
+                    _declared: Annotated[Any, Security(_BEARER)] = None) -> Binding:
+    """The live key of this request (401 without one), within its rate (429). The bearer
+    scheme is declared for the OpenAPI document; the key is read by _presented_key."""
     door: DoorState = request.app.state.door
     client = request.client.host if request.client else "-"
     if door.failures.peek(client) > 0:  # this address failed too often: not even a lookup
@@ -622,9 +630,11 @@ def create_app(settings: ServerSettings) -> FastAPI:
         door.embedder = settings.embedder
     mcp_app = _mcp(settings) if settings.mcp else None
     app = FastAPI(title="memdb", version=_version(), lifespan=lifespan,
+                  docs_url=None, redoc_url=None,  # served offline below
                   description="Long-term memory for AI agents over HTTP. Authenticate with "
                               "`Authorization: Bearer mdb_...` (an API key from "
                               "`memdb keys create`).")
+    _docs.install(app)
     app.state.door = door
     for router in (memories, retrieval, sessions, documents, *FAMILY_ROUTERS, service):
         app.include_router(router)
