@@ -15,7 +15,6 @@ from uuid import UUID
 
 from . import _sql
 from . import _validate as v
-from ._deprecated import call_alias
 from .errors import InvalidInput, NotFound
 from .family import Family
 
@@ -27,8 +26,6 @@ class Traces(Family):
     :meth:`purge` keeps traces (default 30, or ``$MEMDB_TRACE_RETENTION_DAYS``)."""
 
     retention_days: float = float(os.environ.get("MEMDB_TRACE_RETENTION_DAYS", "30"))
-
-    __call__ = call_alias("traces", "list")  # store.traces(...) listed them until 0.2
 
     def list(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest traces (summaries), newest first."""

@@ -137,3 +137,9 @@ def test_the_library_uses_only_the_new_names(store: MemoryStore) -> None:
                        subject="bob", task="部署服务", fix="备份数据库", llm=None)
         store.context("what is bob allergic to?", "s2", subject="bob", include_profile=True)
         store.maintenance.run(dry_run=True)
+
+
+def test_no_family_is_callable(store: MemoryStore) -> None:
+    """``store.traces(...)``, the last deprecated listing, is gone: no family is callable."""
+    for name in FAMILIES:
+        assert not callable(getattr(store, name)), name
