@@ -22,7 +22,10 @@ from . import keys as _keys
 from .aio import AsyncMemoryStore
 from .connection import Database
 
-__all__ = ["KeyChecker", "StoreCache"]
+__all__ = ["KeyChecker", "StoreCache", "UNAUTHORIZED"]
+
+# The one answer of both doors (HTTP, MCP over HTTP) to a request without a valid key (401).
+UNAUTHORIZED = "a valid API key is required (Authorization: Bearer <key>)"
 
 
 class KeyChecker:

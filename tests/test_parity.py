@@ -348,6 +348,13 @@ def test_every_door_behaves_the_same(module_db, embedder):
         with running_door(settings) as door:
             with door.client(keys["http"]) as client:
                 results["http"] = script(HttpDoor(client), foreign_id)
+            with door.client() as anonymous:  # no key: the same 401 body at both doors
+                rest = anonymous.post("/v1/search", json={"query": "tea"})
+                mcp = anonymous.post("/mcp", json={"jsonrpc": "2.0", "id": 1,
+                                                   "method": "tools/list"},
+                                     headers={"Accept": "application/json, text/event-stream"})
+            assert rest.status_code == mcp.status_code == 401
+            assert rest.json() == mcp.json()
             results["mcp-http"] = _mcp_steps(lambda: _mcp_http(door.url + "/mcp",
                                                                keys["mcp-http"]), foreign_id)
 

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, 
 from fastapi.security import HTTPBearer
 
 from .. import _validate as v
+from .._doors import UNAUTHORIZED
 from .._json import jsonable
 from .._redact import redact
 from ..errors import Forbidden, InvalidInput, TooLarge
@@ -92,7 +93,7 @@ async def principal(request: Request,
     binding = await door.authenticate(_presented_key(request))
     if binding is None:
         door.failures.take(client)
-        raise HTTPException(401, "a valid API key is required (Authorization: Bearer <key>)",
+        raise HTTPException(401, UNAUTHORIZED,
                             headers=_UNAUTHORIZED)
     wait = door.limiter.take(binding.key_id)
     if wait > 0:

@@ -29,6 +29,7 @@ from typing import Any
 import anyio.to_thread
 from starlette.applications import Starlette
 
+from .._doors import UNAUTHORIZED
 from ._server import SCOPE_KEY, MemdbMcp, Scope
 
 __all__ = ["ADMIN", "BearerAuth", "build_app", "call_authenticate"]
@@ -124,8 +125,7 @@ class BearerAuth:
                                                   "key for the MCP server")
             return
         if not isinstance(found, Scope):
-            await _refuse(send, 401, "Unauthorized", "missing or invalid API key (send "
-                                                     "Authorization: Bearer <key>)")
+            await _refuse(send, 401, "Unauthorized", UNAUTHORIZED)
             return
         assert token is not None
         await self._bound({**scope, SCOPE_KEY: found}, receive, send, token)
