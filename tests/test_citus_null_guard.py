@@ -7,9 +7,10 @@ could do it, the application's included. Now no memdb function is distributed by
 (sql/queries/citus.sql says why a guard alone would not do), and every tenant function is a
 guard (memdb.guard_tenant_functions) that raises null_value_not_allowed (22004), naming the
 function, on a NULL tenant: on the cluster, as the application's role and as the admin, with
-the NULL written in the SQL, bound as a parameter or inside a transaction, and on one server
-alike. After all of it, a session opened before is still there and memdb still works, in
-Chinese and English.
+the NULL written in the SQL, bound as a parameter or inside a transaction. On one server the
+functions stay unwrapped (nothing crashes there, and the wrapper would cost every call).
+After all of it, a session opened before is still there and memdb still works, in Chinese
+and English.
 """
 
 from __future__ import annotations
@@ -136,12 +137,28 @@ def test_a_null_tenant_is_an_error_and_the_coordinator_lives(citus_cluster, clus
 
 
 # -- on one server -------------------------------------------------------------------------
-def test_a_null_tenant_is_the_same_error_on_one_server(fresh_db, embedder):
-    """The same guards on plain PostgreSQL: the same SQLSTATE and message, for the app role
-    and the admin (before, the bodies answered with no rows, check violations or errors of
-    their own)."""
-    assert _assert_null_refused(fresh_db, role="memdb_app", in_transaction=False) >= 80
-    assert _assert_null_refused(fresh_db, role=None, in_transaction=True) >= 80
+def test_one_server_keeps_its_functions_unwrapped_and_survives_a_null_tenant(fresh_db,
+                                                                          embedder):
+    """On plain PostgreSQL the guards are not installed (a NULL tenant crashes nothing there,
+    and a plpgsql wrapper would cost every call its inlining and custom plans): no body is
+    renamed, and calls with a NULL tenant end without harm (no rows, or an error of the
+    function's own), the server still serving."""
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        renamed = conn.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = "
+                               "'memdb'::regnamespace AND proname LIKE '%\\_\\_unguarded'"
+                               ).fetchone()[0]
+        assert renamed == 0
+        pid = conn.info.backend_pid
+        called = 0
+        for name, nargs, at, retset in _tenant_functions(conn):
+            try:
+                with conn.transaction():
+                    conn.execute(_call(name, nargs, at, retset, True), (None,))
+            except psycopg.Error as exc:  # the function's own answer; not a crash
+                assert not isinstance(exc, psycopg.OperationalError), (name, exc)
+            called += 1
+        assert called >= 40
+        assert conn.execute("SELECT pg_backend_pid()").fetchone() == (pid,)
     _memdb_still_works(fresh_db, embedder)
 
 
@@ -152,7 +169,8 @@ def test_every_tenant_function_is_guarded(fresh_db):
         conn.execute("""CREATE FUNCTION memdb.count_for(p_tenant text) RETURNS bigint
                         LANGUAGE sql STABLE
                         AS $$ SELECT count(*) FROM memdb.memories WHERE tenant = p_tenant $$""")
-        assert conn.execute("SELECT memdb.guard_tenant_functions(true)").fetchone()[0] == 1
+        wanted = len(_tenant_functions(conn))  # count_for among them; one server: unwrapped
+        assert conn.execute("SELECT memdb.guard_tenant_functions(true)").fetchone()[0] == wanted
         assert conn.execute("SELECT memdb.count_for('acme')").fetchone()[0] == 0
         with pytest.raises(psycopg.errors.NullValueNotAllowed, match="memdb.count_for"):
             conn.execute("SELECT memdb.count_for(NULL)")

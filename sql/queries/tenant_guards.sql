@@ -13,5 +13,9 @@ END
 $$;
 
 -- name: guard_tenant_functions
--- After sql/functions is re-applied: every tenant function gets its guard.
-SELECT memdb.guard_tenant_functions(true) AS guarded;
+-- After sql/functions is re-applied, on a Citus coordinator: every tenant function gets its
+-- guard. Only there: a NULL tenant crashes nothing on plain PostgreSQL, and the guard (a
+-- plpgsql wrapper) would cost every call its SQL-function inlining and custom plans there
+-- (tests/sql/test_functions.py's plan checks show it).
+SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
+            THEN memdb.guard_tenant_functions(true) ELSE 0 END AS guarded;
