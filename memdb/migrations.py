@@ -27,7 +27,7 @@ from .errors import MemdbError, NotMigrated
 
 __all__ = ["alembic_config", "upgrade", "downgrade", "current", "head", "apply_objects",
            "apply_schema_file", "sqlalchemy_url", "objects_digest", "installed_objects_digest",
-           "has_citus", "split_statements", "CITUS_SCHEMA_FILE"]
+           "has_citus", "one_connection_per_node", "split_statements", "CITUS_SCHEMA_FILE"]
 
 VERSION_TABLE = "memdb_alembic_version"
 # Revision 0014's schema file: applied only on a Citus coordinator (it distributes the tables)
@@ -181,6 +181,14 @@ def split_statements(text: str) -> list[str]:
 def has_citus(driver_conn: Any) -> bool:
     """Whether the database has the citus extension (a Citus coordinator)."""
     return driver_conn.execute(_sql.query("has_citus")).fetchone()[0]
+
+
+def one_connection_per_node(driver_conn: Any) -> None:
+    """On Citus, DDL on a distributed table in parallel would forbid the function DDL (and
+    multi-shard updates) later in the same migration transaction: run this transaction's
+    shard commands sequentially. Nothing on plain PostgreSQL."""
+    if has_citus(driver_conn):
+        driver_conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
 
 
 def apply_objects(driver_conn: Any) -> None:

@@ -18,12 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 import uuid
 from collections.abc import Callable
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -36,13 +32,12 @@ from memdb.ops.catalog import MAX_K
 from tests.app_login import app_login
 from tests.cli_helpers import run as cli_run
 from tests.http_server import running_door
+from tests.test_mcp import http_session, stdio_session
 
 pytest.importorskip("mcp")
-httpx2 = pytest.importorskip("httpx2")
 
 GRACE = "Grace has a dog named Lucky."
 ZHANG = "张伟喜欢喝乌龙茶，每天早上一杯。"
-SCRIPT = str(Path(sys.executable).with_name("memdb"))
 
 
 def outcome(fn: Callable[[], Any]) -> Any:
@@ -276,33 +271,6 @@ class ToolDoor:
 
 
 # -- the test ---------------------------------------------------------------------------------
-@asynccontextmanager
-async def _stdio(dsn: str, tenant: str):
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
-    params = StdioServerParameters(command=SCRIPT, args=["mcp", "--tenant", tenant],
-                                   env={"MEMDB_DSN": dsn, "OMP_NUM_THREADS": "1",
-                                        "PATH": os.environ.get("PATH", "")})
-    with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
-
-
-@asynccontextmanager
-async def _mcp_http(url: str, key: str):
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"},
-                                  timeout=60) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
-
-
 def _mcp_steps(factory: Callable[[], Any], foreign_id: str) -> dict[str, Any]:
     """The script through an MCP session opened by ``factory`` (an async context manager),
     run in a worker thread of one event loop: the SDK's sessions are async."""
@@ -339,8 +307,8 @@ def test_every_door_behaves_the_same(module_db, embedder):
     results["cli"] = script(CliDoor(module_db, "parity-cli"), foreign_id)
     with MemoryStore(module_db, tenant="parity-tool", embedder=embedder) as store:
         results["tool"] = script(ToolDoor(store), foreign_id)
-    results["mcp-stdio"] = _mcp_steps(lambda: _stdio(module_db, "parity-mcp-stdio"),
-                                      foreign_id)
+    results["mcp-stdio"] = _mcp_steps(
+        lambda: stdio_session(module_db, "--tenant", "parity-mcp-stdio"), foreign_id)
     with app_login(module_db) as app_dsn:
         from memdb.http import ServerSettings
 
@@ -355,8 +323,8 @@ def test_every_door_behaves_the_same(module_db, embedder):
                                      headers={"Accept": "application/json, text/event-stream"})
             assert rest.status_code == mcp.status_code == 401
             assert rest.json() == mcp.json()
-            results["mcp-http"] = _mcp_steps(lambda: _mcp_http(door.url + "/mcp",
-                                                               keys["mcp-http"]), foreign_id)
+            results["mcp-http"] = _mcp_steps(lambda: http_session(door.url + "/mcp",
+                                                                  keys["mcp-http"]), foreign_id)
 
     print(json.dumps(results, ensure_ascii=False, indent=1, default=str))
     expected = results["store"]

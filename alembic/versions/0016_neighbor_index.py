@@ -7,7 +7,7 @@ Create Date: 2026-12-01
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file, has_citus
+from memdb.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0016"
 down_revision = "0015"
@@ -19,20 +19,12 @@ SCHEMA_FILE = "0016_neighbor_index.sql"
 SCHEMA_SHA256 = "a5548c308eb61d7c3d30b62acde917d2136db1ceac32d0b8d9a4b2e06ce1eb4d"
 
 
-def _one_connection_per_node(conn) -> None:
-    """On Citus, index DDL on a distributed table in parallel would forbid the function DDL
-    later in the same migration transaction: run this transaction's shard commands
-    sequentially."""
-    if has_citus(conn):
-        conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
-
-
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
-    _one_connection_per_node(conn)
+    one_connection_per_node(conn)
     apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
 
 
 def downgrade() -> None:
-    _one_connection_per_node(op.get_bind().connection.driver_connection)
+    one_connection_per_node(op.get_bind().connection.driver_connection)
     op.execute("DROP INDEX memdb.memories_stream_idx")

@@ -19,7 +19,7 @@ functions come after the migration anyway).
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_objects, apply_schema_file, has_citus
+from memdb.migrations import apply_objects, apply_schema_file, one_connection_per_node
 
 revision = "0017"
 down_revision = "0016"
@@ -45,17 +45,9 @@ _FUNCTIONS = (
 )
 
 
-def _one_connection_per_node(conn) -> None:
-    """On Citus, DDL on a distributed table in parallel would forbid the function DDL and the
-    multi-shard UPDATE later in the same migration transaction: run this transaction's shard
-    commands sequentially."""
-    if has_citus(conn):
-        conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
-
-
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
-    _one_connection_per_node(conn)
+    one_connection_per_node(conn)
     apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
     conn.execute(f"DROP FUNCTION IF EXISTS {_OLD_FUNCTION}")
     if conn.execute("SELECT EXISTS (SELECT 1 FROM memdb.memories)").fetchone()[0]:
@@ -65,7 +57,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     conn = op.get_bind().connection.driver_connection
-    _one_connection_per_node(conn)
+    one_connection_per_node(conn)
     for signature in _FUNCTIONS:
         conn.execute(f"DROP FUNCTION IF EXISTS {signature}")
     conn.execute("ALTER TABLE memdb.memories DROP COLUMN event_time, DROP COLUMN names_time")

@@ -13,7 +13,7 @@ Stored ids are kept (an id is a memory's address): only new memories get time-or
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file, has_citus
+from memdb.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0018"
 down_revision = "0017"
@@ -28,20 +28,13 @@ SCHEMA_SHA256 = "0a4e1e5b5176a3c74dedc381191584af782c3f0e36b914a2788a2ce1271b7ec
 _FUNCTION = "memdb.new_memory_id()"
 
 
-def _one_connection_per_node(conn) -> None:
-    """On Citus, DDL on a distributed table in parallel would forbid the function DDL later in
-    the same migration transaction: run this transaction's shard commands sequentially."""
-    if has_citus(conn):
-        conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
-
-
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
-    _one_connection_per_node(conn)
+    one_connection_per_node(conn)
     apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
 
 
 def downgrade() -> None:
-    _one_connection_per_node(op.get_bind().connection.driver_connection)
+    one_connection_per_node(op.get_bind().connection.driver_connection)
     op.execute(f"DROP FUNCTION IF EXISTS {_FUNCTION}")
     op.execute("ALTER TABLE memdb.memories ALTER COLUMN id SET DEFAULT gen_random_uuid()")

@@ -11,7 +11,7 @@ set memdb.subject = '*' read and deleted every tenant-wide trace of its tenant).
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file, has_citus
+from memdb.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0019"
 down_revision = "0018"
@@ -33,19 +33,12 @@ ALTER POLICY retrieval_traces_isolation ON memdb.retrieval_traces
                      OR subject = current_setting('memdb.subject', true)))"""
 
 
-def _one_connection_per_node(conn) -> None:
-    """On Citus, DDL on a distributed table in parallel would forbid the function DDL later in
-    the same migration transaction: run this transaction's shard commands sequentially."""
-    if has_citus(conn):
-        conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
-
-
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
-    _one_connection_per_node(conn)
+    one_connection_per_node(conn)
     apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
 
 
 def downgrade() -> None:
-    _one_connection_per_node(op.get_bind().connection.driver_connection)
+    one_connection_per_node(op.get_bind().connection.driver_connection)
     op.execute(_POLICY_0008)
