@@ -73,9 +73,9 @@ END
 $$;
 
 -- name: generic_plan_functions
--- Plain PostgreSQL only (not a Citus coordinator): memdb.search_hybrid and the routes
--- search_vector, search_bm25 and search_neighbors (their bodies, behind the guards of
--- memdb.guard_tenant_functions) run their statements with generic plans.
+-- Plain PostgreSQL only (not a Citus coordinator, and so never behind the guards of
+-- memdb.guard_tenant_functions): memdb.search_hybrid and the routes search_vector,
+-- search_bm25 and search_neighbors run their statements with generic plans.
 -- Otherwise the fusion statement is planned anew on every call (plpgsql's plan cache keeps
 -- choosing custom plans, whose estimates fold the unused routes away), which cost about as much
 -- as a subject-scoped BM25 route (benchmarks/search_ab.py); the routes' static statements (one
@@ -89,8 +89,8 @@ DECLARE
 BEGIN
     FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
              WHERE p.pronamespace = 'memdb'::regnamespace
-               AND p.proname IN ('search_hybrid__unguarded', 'search_vector__unguarded',
-                                 'search_bm25__unguarded', 'search_neighbors__unguarded')
+               AND p.proname IN ('search_hybrid', 'search_vector', 'search_bm25',
+                                 'search_neighbors')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan', f);
     END LOOP;
