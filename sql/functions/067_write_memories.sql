@@ -135,9 +135,9 @@ BEGIN
         END IF;
     END LOOP;
     FOR lock_key IN
-        SELECT DISTINCT hashtextextended(concat_ws(chr(31), coalesce(x.item ->> 'tenant', 'default'),
-                                                   coalesce(x.item ->> 'subject', 'default'),
-                                                   coalesce(x.item ->> 'category', 'general')), 0) AS k
+        SELECT DISTINCT memdb.write_lock_key(coalesce(x.item ->> 'tenant', 'default'),
+                                             coalesce(x.item ->> 'subject', 'default'),
+                                             coalesce(x.item ->> 'category', 'general')) AS k
         FROM jsonb_array_elements(p_items) AS x(item)
         ORDER BY 1
     LOOP

@@ -41,11 +41,10 @@ FROM unnest(%(ids)s::uuid[], %(secs)s::double precision[]) AS t(id, secs)
 WHERE m.tenant = %(tenant)s AND m.id = t.id AND m.valid_to IS NULL;
 
 -- name: langgraph_lock
--- Puts of one store queue here (the lock memdb.write_memories takes for the same tenant,
--- subject and category, so taking it first orders every lock the same way): reading the
--- items and writing them is one atomic upsert, the last writer wins.
-SELECT pg_advisory_xact_lock(hashtextextended(
-    concat_ws(chr(31), %(tenant)s::text, %(subject)s::text, %(category)s::text), 0));
+-- Puts of one store queue here (memdb.write_lock_key: the lock memdb.write_memories takes for
+-- the same tenant, subject and category, so taking it first orders every lock the same way):
+-- reading the items and writing them is one atomic upsert, the last writer wins.
+SELECT pg_advisory_xact_lock(memdb.write_lock_key(%(tenant)s, %(subject)s, %(category)s));
 
 -- name: langgraph_list
 -- The current, unexpired items under a URI prefix, most recently updated first (LangGraph's
