@@ -183,3 +183,20 @@ def test_screenshot_script_draws_every_page(fresh_db, tmp_path):
     with psycopg.connect(fresh_db) as conn:  # the script's key is revoked
         assert conn.execute("SELECT count(*) FROM memdb.api_keys WHERE revoked_at IS NULL"
                             ).fetchone()[0] == 0
+
+
+def test_swagger_ui_renders_offline_in_the_browser(door, driver):
+    """/docs in headless Chromium: Swagger UI renders the OpenAPI document (title, the search
+    route, the Authorize button of the bearer scheme) and every resource the page loaded came
+    from this server, none from a CDN (this machine reaches none: a blank page otherwise)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(door.url + "/docs")
+    WebDriverWait(driver, 60).until(
+        lambda d: "/v1/search" in d.find_element(By.TAG_NAME, "body").text)
+    text = body(driver)
+    assert "memdb" in text and "Authorize" in text
+    loaded = driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)")
+    assert loaded and all(url.startswith(door.url) for url in loaded), loaded
+    assert any(url.endswith("/openapi.json") for url in loaded)
