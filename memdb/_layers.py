@@ -9,9 +9,9 @@ no import circle; no private module or name of another package).
 - retrieval: search options, planning, decomposition, recall, answering (``memdb.ask``).
 - families: the store and its families (sessions, documents, graph, review, traces,
   maintenance, subjects, meta, ...), the memory tool, the async store, the admin.
-- doors: what callers use from outside: the CLI, HTTP, MCP, the UI, the integrations, the
-  report, the evaluations, the demo. (The memory tool is a verb of the store, ``store.tool()``:
-  a family.)
+- doors: what callers use from outside: the CLI (and its shell daemon, ``memdb.shell``),
+  HTTP, MCP, the UI, the integrations, the report, the evaluations, the demo. (The memory
+  tool is a verb of the store, ``store.tool()``: a family.)
 - package: ``memdb`` itself, which re-exports the public names.
 """
 
@@ -28,14 +28,14 @@ MODULES: dict[str, tuple[str, ...]] = {
              "_tables", "lifecycle_models", "llm", "family", "replica", "tokens", "ops",
              "_layers", "_corrections", "_json"),
     "write": ("inputs", "_importance", "classify", "gate", "_extract", "remember",
-              "_grounding", "ingest"),
+              "_grounding", "ingest", "perceive"),
     "retrieval": ("search", "planner", "_llm_planner", "decompose", "recall", "profile",
                   "ask"),
     "families": ("store", "aio", "_aio_stub", "admin", "keys", "session", "documents",
                  "graph", "_graph_extract", "review", "traces", "maintenance", "lifecycle",
                  "sediment", "summarize", "subjects", "meta", "task_end", "agent",
-                 "agent_loop", "context", "tool"),
-    "doors": ("cli", "http", "mcp", "ui", "integrations", "_doors", "report",
+                 "agent_loop", "context", "tool", "jobs"),
+    "doors": ("cli", "shell", "http", "mcp", "ui", "integrations", "_doors", "report",
               "evaluation", "demo"),
 }
 _LAYER_OF = {name: LAYERS.index(layer) for layer, names in MODULES.items() for name in names}

@@ -22,6 +22,10 @@ from memdb import LocalEmbedder, MemoryStore
 from memdb.embedded import EmbeddedServer
 from memdb.migrations import upgrade
 
+# The memdb commands tests run in subprocesses do not leave a shell daemon behind (it would
+# keep their temporary homes' servers up); tests/test_shell.py turns it on where it tests it.
+os.environ.setdefault("MEMDB_KEEP_ALIVE", "0")
+
 TEMPLATE = "memdb_test_template"
 
 # The core-behaviour modules run every test on both drivers (see tests/drivers.py): add, dedup,

@@ -30,6 +30,6 @@ from . import (  # noqa: F401  (registers the commands)
     server,
     session,
 )
-from ._app import cli, main
+from ._app import cli, close_kept_stores, keep_stores_open, main
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "main", "keep_stores_open", "close_kept_stores"]

@@ -20,7 +20,29 @@ from .._redact import redact
 from ..errors import MemdbError, translate
 from ..store import MemoryStore
 
-__all__ = ["cli", "main", "store", "emit_json", "json_option", "options", "State"]
+__all__ = ["cli", "main", "store", "emit_json", "json_option", "options", "State",
+           "keep_stores_open", "close_kept_stores"]
+
+# The shell daemon's (memdb.shell): stores kept open between commands, by what opened them
+# (None: each command opens its own and closes it when it ends).
+_kept: dict[tuple[Any, ...], MemoryStore] | None = None
+
+
+def keep_stores_open() -> None:
+    """From now on, commands in this process share stores that stay open (the shell
+    daemon's mode) until :func:`close_kept_stores`."""
+    global _kept
+    if _kept is None:
+        _kept = {}
+
+
+def close_kept_stores() -> None:
+    """Close the kept stores (releasing the embedded server); commands open their own
+    again."""
+    global _kept
+    kept, _kept = _kept or {}, None
+    for kept_store in kept.values():
+        kept_store.close()
 
 
 class CliError(click.ClickException):
@@ -99,16 +121,22 @@ class State:
     def store(self) -> MemoryStore:
         if self._store is None:
             start = time.perf_counter()
-            self._store = MemoryStore(None if self.dsn_from_env else self.dsn,
-                                      tenant=self.tenant, subject=self.subject,
-                                      read_dsn=self.read_dsn)
+            key = (None if self.dsn_from_env else self.dsn, self.tenant, self.subject,
+                   self.read_dsn)
+            opened = _kept.get(key) if _kept is not None else None
+            if opened is None:
+                opened = MemoryStore(key[0], tenant=self.tenant, subject=self.subject,
+                                     read_dsn=self.read_dsn)
+                if _kept is not None:
+                    _kept[key] = opened
+            self._store = opened
             self.opened_ms = (time.perf_counter() - start) * 1000
         return self._store
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and _kept is None:  # a kept store stays open
             self._store.close()
-            self._store = None
+        self._store = None
 
 
 def store() -> MemoryStore:

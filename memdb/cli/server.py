@@ -13,6 +13,7 @@ from psycopg.conninfo import make_conninfo
 
 from .. import _validate as v
 from .. import embedded
+from ..shell.control import stop_daemons
 from ._app import CliError, State, cli, emit_json, json_option
 
 
@@ -21,7 +22,9 @@ def server() -> None:
     """The embedded PostgreSQL of $MEMDB_HOME (default: the per-user data folder).
 
     It is started by the first memdb process that needs it and stopped when the last live
-    process using it exits; `server stop` stops one that nobody uses any more.
+    process using it exits: from the shell, that is the memdb daemon, which keeps it (and the
+    model) up for $MEMDB_KEEP_ALIVE seconds (default 300) after the last command.
+    `server stop` ends the daemon and stops the server at once.
     """
 
 
@@ -56,8 +59,14 @@ def server_status(as_json: bool) -> None:
 @json_option
 def server_stop(force: bool, as_json: bool) -> None:
     """Stop the embedded server (a fast shutdown: open transactions are rolled back). Refused
-    while other live processes use it, unless --force."""
+    while other live processes use it, unless --force. The shell daemons of this home
+    ($MEMDB_KEEP_ALIVE) are stopped first, whatever their keep-alive."""
+    daemons = stop_daemons()
     result = embedded.stop_server(force=force)
+    result["daemons"] = daemons
+    if daemons and not as_json:
+        click.echo(f"stopped the memdb shell daemon(s) of {result['home']} (pid "
+                   f"{', '.join(map(str, daemons))})")
     if as_json:
         emit_json(result)
     if result["clients"] and not result["stopped"]:
@@ -67,7 +76,9 @@ def server_stop(force: bool, as_json: bool) -> None:
                        "(--force stops it now)")
     if as_json:
         return
-    if result["stopped"]:
+    if daemons and result["reason"] == "not running":
+        click.echo(f"the embedded server in {result['home']} stopped with it")
+    elif result["stopped"]:
         extra = (f"; closed the connections of process(es) "
                  f"{', '.join(map(str, result['clients']))}" if result["clients"] else "")
         click.echo(f"stopped the embedded server in {result['home']} (pid {result['pid']})"
