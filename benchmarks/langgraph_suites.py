@@ -11,8 +11,8 @@ only: when pytest imports a suite module, the conftest replaces the module's sto
 (the ``store`` fixtures, ``_create_vector_store``, and the in-memory suite's ``InMemoryStore``
 name) with factories that build :class:`MemdbStore` / :class:`AsyncMemdbStore` on a fresh
 tenant; the tests' own code is untouched. LangGraph's fake embeddings reach memdb through a
-small memdb ``Embedder`` around them, with ``ranking="vector"`` (cosine similarity, as
-LangGraph's stores score).
+store's ``index`` config as the tests give it (``embed``, ``dims``, ``fields``), with
+``ranking="vector"`` (cosine similarity, as LangGraph's stores rank and score).
 
 Cases that test something memdb's store does not have (PostgresStore's connection modes,
 pgvector distance and storage variants, its SQL helpers and migrations, LangGraph's batching
@@ -78,14 +78,11 @@ for _mod in ("test_pg_store", "test_pg_async_store"):
 
 # Failures that are documented deliberate differences (docs/langgraph.md's contract table),
 # by the test function's name or its prefix.
-_ONE_VECTOR = ("memdb embeds one vector per item, from its indexed fields as 'field: value' "
-               "lines followed by its path; LangGraph's stores embed each field's text apart "
-               "and score an item by its best field")
+_UNINDEXED = ("an item put with index=False keeps its path as its memory's text, so memdb's "
+              "vector ranking scores it by that vector; InMemoryStore returns it unscored "
+              "(score None) after the scored items")
 DIFFERENCES = {
-    "test_vector_store_initialization": "index_config['embed'] is memdb's embedding function; "
-                                        "memdb refuses LangChain embeddings in index=",
-    "test_scores": _ONE_VECTOR,
-    "test_embed_with_path": _ONE_VECTOR,
+    "test_embed_with_path": _UNINDEXED,
 }
 
 
@@ -99,9 +96,7 @@ import itertools
 import uuid
 from contextlib import asynccontextmanager, contextmanager
 
-import numpy as np
 import pytest
-from langgraph.store.base.embed import ensure_embeddings
 
 from memdb.integrations.langgraph import AsyncMemdbStore, MemdbStore
 
@@ -111,31 +106,15 @@ _OPEN = []
 _IDS = itertools.count()
 
 
-class FakeEmbedder:
-    """A memdb Embedder around a LangChain Embeddings (the suites' fake embeddings)."""
-
-    def __init__(self, embed, dims):
-        self.embeddings, self.dims = ensure_embeddings(embed), dims
-        self.model = f"langgraph-suite-{type(self.embeddings).__name__}-{dims}"
-
-    def embed_passages(self, texts):
-        return np.asarray(self.embeddings.embed_documents(list(texts)), dtype=np.float32)
-
-    def embed_queries(self, texts):
-        return np.asarray([self.embeddings.embed_query(t) for t in texts], dtype=np.float32)
-
-
 def _tenant():
     return f"lg{uuid.uuid4().hex[:10]}{next(_IDS)}"
 
 
 def _options(index=None, ttl=None):
     options = {"tenant": _tenant(), "ttl": ttl}
-    if index is not None:
-        options["embedder"] = FakeEmbedder(index["embed"], index["dims"])
+    if index is not None:  # LangGraph's index config as given, ranked by vector similarity
+        options["index"] = {k: x for k, x in index.items() if x is not None}
         options["ranking"] = "vector"
-        if index.get("fields") is not None:
-            options["index"] = {"fields": index["fields"]}
     return options
 
 

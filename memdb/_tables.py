@@ -349,6 +349,20 @@ entity_relations = sa.Table(
     sa.Index("entity_relations_memory_idx", "memory_id"),
 )
 
+item_vectors = sa.Table(
+    "item_vectors", metadata,
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("space_id", sa.Integer, sa.ForeignKey("memdb.embedding_spaces.id"),
+              nullable=False),
+    sa.Column("embedding", Vector(), nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "memory_id", "path", "ordinal", name="item_vectors_pkey"),
+    _tenant_fk("memory_id", "memories", "item_vectors_memory_id_fkey", "CASCADE"),
+)
+
 # revision 0012: API keys of the HTTP door (hashed; the application role cannot read them)
 api_keys = sa.Table(
     "api_keys", metadata,
@@ -366,4 +380,58 @@ api_keys = sa.Table(
     sa.UniqueConstraint("key_id", name="api_keys_key_id_key"),
     sa.UniqueConstraint("secret_sha256", name="api_keys_secret_sha256_key"),
     sa.Index("api_keys_tenant_idx", "tenant"),
+)
+
+# revision 0020: perceptual memory (what an image's, audio's or video's memory was derived from)
+percepts = sa.Table(
+    "percepts", metadata,
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("memory_id", UUID(as_uuid=True), nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("modality", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("sha256", BYTEA, nullable=False),
+    sa.Column("mime", sa.Text, nullable=False),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("width", sa.Integer),
+    sa.Column("height", sa.Integer),
+    sa.Column("ref", sa.Text),
+    sa.Column("data", BYTEA),
+    sa.Column("thumbnail", BYTEA),
+    sa.Column("ocr_text", sa.Text),
+    sa.Column("caption", sa.Text),
+    sa.Column("exif", JSONB, nullable=False),
+    sa.Column("taken_at", TS),
+    sa.Column("latitude", sa.Double),
+    sa.Column("longitude", sa.Double),
+    sa.Column("created_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "memory_id", name="percepts_pkey"),
+    _tenant_fk("memory_id", "memories", "percepts_memory_id_fkey", "CASCADE"),
+    sa.Index("percepts_sha256_idx", "tenant", "subject", "sha256"),
+)
+
+# revision 0020: the durable job queue (memdb/jobs)
+jobs = sa.Table(
+    "jobs", metadata,
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("id", UUID(as_uuid=True), nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("payload", JSONB, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("max_attempts", sa.Integer, nullable=False),
+    sa.Column("run_after", TS, nullable=False),
+    sa.Column("locked_by", sa.Text),
+    sa.Column("locked_until", TS),
+    sa.Column("last_error", sa.Text),
+    sa.Column("result", JSONB),
+    sa.Column("idempotency_key", sa.Text),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.Column("finished_at", TS),
+    sa.PrimaryKeyConstraint("tenant", "id", name="jobs_pkey"),
+    sa.UniqueConstraint("tenant", "kind", "idempotency_key", name="jobs_idempotency_key"),
+    sa.Index("jobs_claimable_idx", "tenant", "run_after", "id",
+             postgresql_where=sa.text("state IN ('queued', 'failed', 'running')")),
+    sa.Index("jobs_created_idx", "tenant", "created_at"),
 )

@@ -24,7 +24,7 @@ from memdb.migrations import current, downgrade, head, upgrade
 TENANT_TABLES = {
     "memories", "memory_history", "bm25_terms", "bm25_stats", "memory_usage", "review_queue",
     "sediment_runs", "documents", "document_chunks", "sessions", "session_messages",
-    "retrieval_traces", "entities", "entity_mentions", "entity_relations",
+    "retrieval_traces", "entities", "entity_mentions", "entity_relations", "item_vectors",
 }
 REFERENCE_TABLES = {"embedding_spaces", "api_keys"}
 

@@ -70,13 +70,14 @@ EXPECTED: dict[str, dict[str, str]] = {
     "entities": OWN,
     "entity_mentions": OWN,
     "entity_relations": OWN,
+    "item_vectors": OWN,
     "api_keys": dict.fromkeys(OPS, DENIED),  # revision 0012: only the admin keeps keys
 }
 # grouped as in docs/isolation.md: tables whose rows are all OWN share one line
 _GROUPS = [
     ("memories", "memory_usage", "review_queue", "sediment_runs", "documents",
      "document_chunks", "sessions", "session_messages", "entities", "entity_mentions",
-     "entity_relations"),
+     "entity_relations", "item_vectors"),
     ("memory_history",), ("retrieval_traces",), ("bm25_terms", "bm25_stats", "api_keys"),
     ("embedding_spaces",),
 ]
@@ -109,6 +110,10 @@ def _seed(dsn: str, embedder) -> None:
                 store.documents.ingest([TextSource(id=f"kb:{subject}", text=f"# {subject}\n\nNotes "
                                                    f"about {subject}'s project 项目笔记.")])
                 store.graph.link(ids, llm=None)                          # the entity graph
+                from memdb.integrations.langgraph import MemdbStore
+
+                MemdbStore(store=store).put(("kb",), "k", {"t": f"{subject} 笔记"},
+                                            index=["t"])                 # item_vectors
     with psycopg.connect(dsn, autocommit=True) as conn:
         for tenant in TENANTS:
             for subject in SUBJECTS:

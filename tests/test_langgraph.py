@@ -222,8 +222,10 @@ def test_index_fields_choose_the_searched_text(fresh_db: str, embedder: Any) -> 
         hits = lg.memory_store.search("volcano", filter={"uri_prefix": lg._root})
         assert all(h.details["bm25_rank"] is None for h in hits)
         assert lg.get(("kb",), "c").value == {"title": "volcano eruption"}
-    with pytest.raises(InvalidInput, match="embedder"):
-        MemdbStore(fresh_db, index={"dims": 3, "embed": lambda t: [[0.0] * 3 for _ in t]})
+    # index["embed"] sets the embedder of the store it opens: with embedder= it is ambiguous
+    with pytest.raises(InvalidInput, match="embedder="):
+        MemdbStore(fresh_db, embedder=embedder,
+                   index={"dims": 3, "embed": lambda t: [[1.0] * 3 for _ in t]})
 
 
 def test_list_namespaces(lg: Any) -> None:

@@ -343,14 +343,17 @@ def test_0010_downgrade_restores_the_grants_exactly(empty_db):
             ("memory_history", "DELETE")} <= app
     upgrade(empty_db)
     at_head = _catalog(empty_db)["privileges"]
-    app_head = {(table, priv) for table, grantee, priv, _ in at_head if grantee == "memdb_app"}
+    tables_0009 = {table for table, _, _, _ in at_0009}  # later revisions' tables aside
+    app_head = {(table, priv) for table, grantee, priv, _ in at_head
+                if grantee == "memdb_app" and table in tables_0009}
     assert app - app_head == {
         *((t, p) for t in ("bm25_terms", "bm25_stats")
           for p in ("SELECT", "INSERT", "UPDATE", "DELETE")),
         ("memory_history", "UPDATE"), ("memory_history", "DELETE"),
         ("embedding_spaces_id_seq", "SELECT"), ("embedding_spaces_id_seq", "USAGE"),
         ("memory_history_id_seq", "SELECT"), ("memory_history_id_seq", "USAGE")}
-    assert app_head <= app
+    known = {table for table, *_ in at_0009}  # tables made after 0009 have grants of their own
+    assert {(t, p) for t, p in app_head if t in known} <= app
     downgrade(empty_db, "0009")
     assert _catalog(empty_db)["privileges"] == at_0009
 
@@ -361,8 +364,9 @@ def test_0011_downgrade_restores_the_keys_exactly(empty_db):
     upgrade(empty_db, "0010")
     at_0010 = _catalog(empty_db)
     upgrade(empty_db)
+    tables_0010 = {table for table, _, _ in at_0010["constraints"]}  # later tables aside
     keys = {name: definition for table, name, definition in _catalog(empty_db)["constraints"]
-            if name.endswith("_fkey") and table != "session_messages"}
+            if name.endswith("_fkey") and table != "session_messages" and table in tables_0010}
     assert len(keys) == 12  # eleven between tenant-owned tables, and memories.space_id
     shared = keys.pop("memories_space_id_fkey")
     assert "(tenant" not in shared  # the embedding-space registry is shared by all tenants

@@ -27,8 +27,8 @@ from ..errors import InvalidInput
 from ..uris import encode_subject
 
 __all__ = ["root", "item_uri", "prefix_uri", "parse_uri", "content_for", "norm_key",
-           "sql_filter", "matches", "compares", "FilterTypeError", "pack", "unpack",
-           "ORDER_KEY", "TTL_TAG", "ttl_tag", "ttl_of", "MAX_TEXT_CHARS"]
+           "sql_filter", "matches", "per_field", "field_texts", "compares", "FilterTypeError",
+           "pack", "unpack", "ORDER_KEY", "TTL_TAG", "ttl_tag", "ttl_of", "MAX_TEXT_CHARS"]
 
 TAG = "langgraph"
 TTL_TAG = "langgraph:ttl="  # + minutes: the item's TTL, renewed on reads
@@ -151,6 +151,26 @@ def _text(value: dict[str, Any], fields: list[str] | None) -> str:
     for path in fields:
         parts.extend(_render(t) for t in get_text_at_path(value, path) if t is not None)
     return "\n".join(p for p in parts if p.strip())
+
+
+def per_field(fields: list[str] | None | bool) -> bool:
+    """Whether these index fields get a vector per extracted text (:func:`field_texts`): an
+    explicit list of paths other than the whole value (``["$"]``, memdb's one vector)."""
+    return isinstance(fields, list) and fields != ["$"]
+
+
+def field_texts(value: dict[str, Any], fields: list[str]) -> list[tuple[str, int, str]]:
+    """(path, ordinal, text) for each text the paths extract, as LangGraph's stores embed them
+    one by one (a path reaching several texts, ``a[*]``, gives one row each); blank texts are
+    left out (nothing to embed)."""
+    from langgraph.store.base import get_text_at_path
+
+    out: list[tuple[str, int, str]] = []
+    for path in dict.fromkeys(fields):
+        texts = [t for t in get_text_at_path(value, path) if t is not None]
+        out.extend((path, i, text[:MAX_TEXT_CHARS]) for i, text in enumerate(texts)
+                   if text.strip())
+    return out
 
 
 def content_for(value: dict[str, Any], namespace: tuple[str, ...], key: str,

@@ -36,12 +36,13 @@ from .. import _bridge, _sql
 from .. import _validate as v
 from ..aio import AsyncMemoryStore
 from ..embeddings import Embedder, embed_checked
-from ..errors import InvalidInput, MemdbError, MissingDependency
+from ..errors import DimensionMismatch, InvalidInput, MemdbError, MissingDependency
 from ..inputs import as_input
 from ..models import Category, Memory
 from ..store import MAX_K, MemoryStore
 from . import _langgraph_map as lg
 from ._langgraph_batch import Batcher
+from ._langgraph_embed import LangGraphEmbedder
 
 try:
     from langgraph.store.base import (
@@ -75,6 +76,21 @@ def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool
     if cond.match_type not in ("prefix", "suffix"):
         raise InvalidInput(f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}")
     return all(p == "*" or n == p for n, p in pairs)
+
+
+def _index_embedder(index: Any, embedder: Embedder | None, store: Any) -> Embedder | None:
+    """The embedder of the memdb store to open: ``index["embed"]`` (LangGraph's embedding
+    function, in an embedding space of its own holding ``index["dims"]`` dimensions) when
+    given, else ``embedder`` (None: memdb's default)."""
+    if not isinstance(index, dict) or index.get("embed") is None:
+        return embedder
+    if embedder is not None or store is not None:
+        raise InvalidInput("index['embed'] sets the embedder of the memdb store this LangGraph "
+                           "store opens: pass it without embedder= or store= (or pass a "
+                           "memdb embedder= instead of index['embed'])")
+    if "dims" not in index:
+        raise InvalidInput("index['embed'] needs index['dims'], the width of its vectors")
+    return LangGraphEmbedder(index["embed"], index["dims"])
 
 
 def _own_store(kind: type, store: Any, dsn: str | None, **options: Any) -> tuple[Any, bool]:
@@ -113,6 +129,7 @@ class MemdbStore(BaseStore):
                  pool_size: int = 4, actor: str | None = None,
                  ranking: str = "hybrid") -> None:
         subject = v.name(subject, "subject")
+        embedder = _index_embedder(index, embedder, store)
         self._mem, self._owns = _own_store(MemoryStore, store, dsn, tenant=tenant,
                                            subject=subject, embedder=embedder,
                                            pool_size=pool_size, actor=actor)
@@ -131,9 +148,12 @@ class MemdbStore(BaseStore):
         if index is not None:
             if not isinstance(index, dict):
                 raise InvalidInput("index must be a dict (LangGraph's IndexConfig)")
-            if "embed" in index or "dims" in index:
-                raise InvalidInput("memdb embeds with its own embedder: pass embedder= "
-                                   "(a memdb Embedder) instead of index['embed'] / ['dims']")
+            dims = index.get("dims")
+            if dims is not None and dims != self._mem.embedder.dims:
+                raise DimensionMismatch(
+                    f"index['dims'] is {dims!r}, but the store's embedder "
+                    f"({self._mem.embedder.model}) makes {self._mem.embedder.dims}-dimensional "
+                    "vectors: pass index['embed'] with it, or drop index['dims']")
             fields = index.get("fields")
             if fields is not None and (not isinstance(fields, list)
                                        or not all(isinstance(f, str) for f in fields)):
@@ -146,12 +166,14 @@ class MemdbStore(BaseStore):
                 self._ttl_seconds(ttl["default_ttl"])
         self.ttl_config = ttl
         embedder = self._mem.embedder
-        # LangGraph's IndexConfig as memdb uses it: memdb always indexes (its embedder, the
-        # whole value unless ``fields`` narrow it), so this is never None
+        # LangGraph's IndexConfig as memdb uses it: memdb always indexes (the whole value
+        # unless ``fields`` narrow it), so this is never None; ``embed`` is the one given in
+        # ``index``, else memdb's embedder as a function
+        embed = embedder.embed if isinstance(embedder, LangGraphEmbedder) else (
+            lambda texts: [[float(x) for x in vec]
+                           for vec in embed_checked(embedder, list(texts))])
         self.index_config: dict[str, Any] = {
-            "dims": embedder.dims, "fields": list(self.index_fields or ["$"]),
-            "embed": lambda texts: [[float(x) for x in vec]
-                                    for vec in embed_checked(embedder, list(texts))]}
+            "dims": embedder.dims, "fields": list(self.index_fields or ["$"]), "embed": embed}
 
     @property
     def tenant(self) -> str:
@@ -317,10 +339,7 @@ class MemdbStore(BaseStore):
             flt["metadata"] = in_sql
         k = min(MAX_K, want * 4 + 10 if op.filter else want)
         if self.ranking == "vector":
-            hits = self._mem.search(op.query, k=k, filter=flt, routes=["vector"])
-            scored = sorted(((h.memory, h.details.get("vector_score")) for h in hits
-                             if h.details.get("vector_score") is not None),
-                            key=lambda pair: -pair[1])
+            scored = self._vector_hits(op.query, prefix, flt.get("metadata"), k)
         else:
             scored = [(h.memory, h.score) for h in self._mem.search(op.query, k=k, filter=flt)]
         keep = None if every is None else {m.id for m in every}
@@ -328,6 +347,19 @@ class MemdbStore(BaseStore):
                  if (keep is None and lg.matches(lg.unpack(m.metadata), op.filter))
                  or (keep is not None and m.id in keep)]
         return found[op.offset:want]
+
+    def _vector_hits(self, query: str, prefix: str, metadata: dict[str, Any] | None,
+                     k: int) -> list[tuple[Memory, float]]:
+        """The ``k`` items under ``prefix`` most similar to ``query``, each scored by its best
+        per-field vector (or its memory's vector without any), as LangGraph's stores score."""
+        vector = embed_checked(self._mem.embedder, [query], query=True)[0]
+        space_id = self._mem.space_id()
+        with self._mem.core.transaction() as conn:
+            rows = conn.execute(_sql.query("langgraph_vector_search"), {
+                "tenant": self.tenant, "subject": self.subject, "category": self.category,
+                "prefix": prefix, "metadata": None if metadata is None else Jsonb(metadata),
+                "query": vector, "space_id": space_id, "limit": k}).fetchall()
+        return [(Memory.from_row(r), float(r["score"])) for r in rows]
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         v.offset(op.offset)
@@ -359,6 +391,7 @@ class MemdbStore(BaseStore):
         (``langgraph_lock``), the items are read again and deleted, updated in place or
         inserted, so concurrent puts of a key queue and the last one wins."""
         plans: list[tuple[PutOp, str, dict[str, Any] | None, str]] = []
+        per_field: dict[str, list[tuple[str, int, str]]] = {}  # uri -> its field texts
         for op in ops:
             uri = lg.item_uri(self._root, tuple(op.namespace), str(op.key))
             if op.value is None:
@@ -374,18 +407,22 @@ class MemdbStore(BaseStore):
                                                else self.index_fields)
             content = lg.content_for(value, tuple(op.namespace), str(op.key), fields)
             plans.append((op, uri, lg.pack(value), content))
+            if lg.per_field(fields):
+                per_field[uri] = lg.field_texts(value, fields)  # type: ignore[arg-type]
         uris = [uri for _, uri, _, _ in plans]
         # embed what the items' current text does not already have (read again under the lock)
         seen = self._rows(uris)
         texts = sorted({c for _, uri, packed, c in plans if packed is not None
                         and (seen.get(uri) is None or seen[uri]["content"] != c)})
         vectors = self._vectors(texts)
+        field_vectors = self._field_vectors(per_field)
         space_id = self._mem.space_id()  # cached; asked before the transaction holds a connection
         with self._mem.core.transaction() as conn:
             conn.execute(_sql.query("langgraph_lock"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category})
             rows = self._rows(uris, conn)
             new: list[tuple[dict[str, Any], Any]] = []
+            stored: dict[str, Any] = {}  # uri -> the id of the memory now holding the item
             for op, uri, packed, content in plans:
                 row = rows.get(uri)
                 if row is not None and (packed is None or row["expired"]):
@@ -417,8 +454,10 @@ class MemdbStore(BaseStore):
                 conn.execute(_sql.query("update_memory"), {
                     "tenant": self.tenant, "id": row["id"], "changes": Jsonb(changes),
                     "embedding": vector, "space_id": None if vector is None else space_id})
+                stored[uri] = row["id"]
             if new:
-                self._insert(conn, new, vectors, space_id)
+                stored.update(self._insert(conn, new, vectors, space_id))
+            self._write_field_vectors(conn, stored, per_field, field_vectors, space_id)
 
     def _vectors(self, texts: list[str]) -> dict[str, Any]:
         """The embeddings of these contents (None each when the embedder failed and the store
@@ -430,8 +469,37 @@ class MemdbStore(BaseStore):
         return dict(zip(texts, [None] * len(texts) if computed is None else list(computed),
                         strict=True))
 
+    def _field_vectors(self, per_field: dict[str, list[tuple[str, int, str]]]
+                       ) -> dict[str, Any] | None:
+        """The embeddings of every field text of these puts, in one call (None when the
+        embedder failed and the store defers embedding: those items keep only the memory's
+        vector until they are put again)."""
+        texts = sorted({text for found in per_field.values() for _, _, text in found})
+        if not texts:
+            return {}
+        computed = self._mem.core.embed_to_store(texts)
+        return None if computed is None else dict(zip(texts, list(computed), strict=True))
+
+    def _write_field_vectors(self, conn: Any, stored: dict[str, Any],
+                             per_field: dict[str, list[tuple[str, int, str]]],
+                             vectors: dict[str, Any] | None, space_id: int) -> None:
+        """Replace the per-field vectors of the items just put (none for an item indexed as a
+        whole: its memory's vector serves)."""
+        if not stored:
+            return
+        conn.execute(_sql.query("langgraph_vectors_clear"),
+                     {"tenant": self.tenant, "ids": list(stored.values())})
+        rows = [(stored[uri], path, n, vectors[text]) for uri, found in per_field.items()
+                if uri in stored and vectors is not None for path, n, text in found]
+        if rows:
+            ids, paths, ordinals, embeddings = (list(c) for c in zip(*rows, strict=True))
+            conn.execute(_sql.query("langgraph_vectors_insert"), {
+                "tenant": self.tenant, "subject": self.subject, "ids": ids, "paths": paths,
+                "ordinals": ordinals, "embeddings": embeddings, "space_id": space_id})
+
     def _insert(self, conn: Any, new: list[tuple[dict[str, Any], str]],
-                vectors: dict[str, Any], space_id: int) -> None:
+                vectors: dict[str, Any], space_id: int) -> dict[str, Any]:
+        """Insert the new items; {uri: the id of its memory}."""
         missing = [c for _, c in new if c not in vectors]
         if missing:
             vectors = {**vectors, **self._vectors(sorted(set(missing)))}
@@ -447,6 +515,7 @@ class MemdbStore(BaseStore):
             if result["outcome"] not in ("created", "superseded"):
                 raise MemdbError(f"put of {item['uri']} was not stored "
                                  f"({result['outcome']}: {result['detail'] or ''})")
+        return {item["uri"]: result["id"] for (item, _), result in zip(new, results, strict=True)}
 
 
 class AsyncMemdbStore(MemdbStore):
@@ -463,6 +532,7 @@ class AsyncMemdbStore(MemdbStore):
                  pool_size: int = 4, actor: str | None = None,
                  ranking: str = "hybrid") -> None:
         subject = v.name(subject, "subject")
+        embedder = _index_embedder(index, embedder, store)
         self._amem, self._owns = _own_store(AsyncMemoryStore, store, dsn, tenant=tenant,
                                             subject=subject, embedder=embedder,
                                             pool_size=pool_size, actor=actor)
