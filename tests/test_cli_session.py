@@ -78,7 +78,7 @@ def test_context_command(fresh_db: str) -> None:
     assert text.exit_code == 0 and "--- user\nWhat does Alice drink?" in text.stdout
     assert "/400 tokens" in text.stderr
     small = run(fresh_db, "context", "tea", "--budget", "5", "--subject", "alice")
-    assert small.exit_code == 1 and "too small" in small.stderr
+    assert small.exit_code == 1 and "budget_tokens must be within 50–32000" in small.stderr
     both = run(fresh_db, "context", "tea", "--instructions", "x", "--no-instructions")
     assert both.exit_code == 1
     for cmd in (["context"], ["session"], ["session", "append"], ["session", "show"],

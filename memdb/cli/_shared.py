@@ -34,21 +34,6 @@ class FiniteFloat(click.ParamType):
 FINITE = FiniteFloat()
 
 
-def declared_options(params: Any) -> Any:
-    """click options generated from declared parameters (memdb.ops): the flag, type, metavar
-    and help of each; a boolean is a flag. Unset, an option is None (the default applies)."""
-    def apply(f: Any) -> Any:
-        for p in reversed(params):
-            if p.type == "bool":
-                f = click.option(*p.cli_flags(), p.name, is_flag=True, help=p.describe())(f)
-            else:
-                f = click.option(*p.cli_flags(), p.name, type=int if p.type == "int" else FINITE,
-                                 metavar=p.metavar, default=None,
-                                 help=f"{p.describe()} Range {p.range_text()}.")(f)
-        return f
-    return apply
-
-
 def values(enum_type: type) -> str:
     return ", ".join(m.value for m in enum_type)
 
@@ -68,7 +53,7 @@ def parse_metadata(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-filter_options = options(
+_FILTERS: tuple[tuple[list[str], dict[str, Any]], ...] = (
     (["--subject"], {"help": "Only this subject (whose memory: a user or an agent)."}),
     (["--kind"], {"multiple": True, "help": f"Only these kinds (repeatable): {values(Kind)}."}),
     (["--category"], {"multiple": True,
@@ -96,6 +81,19 @@ filter_options = options(
     (["--as-of"], {"help": "See the versions that were current at this ISO 8601 time."}),
     (["--include-expired"], {"is_flag": True, "help": "Also show expired memories."}),
 )
+filter_options = options(*_FILTERS)
+
+
+def filters_but(*names: str) -> Any:
+    """The filter options but ``names`` (a command declaring those itself: memdb.ops)."""
+    return options(*(spec for spec in _FILTERS if _dest(spec[0]) not in names))
+
+
+def _dest(flags: list[str]) -> str:
+    """The parameter an option's names set (click's rule: a name without dashes, else the
+    first flag's)."""
+    named = [n for n in flags if not n.startswith("-")]
+    return named[0] if named else flags[0].lstrip("-").replace("-", "_")
 
 
 def filter_args(opts: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,11 @@ import click
 from ..ask import EXPANSIONS, RERANKERS, AskResult, Passage
 from ..errors import InvalidInput
 from ..llm import ChatLLM, llm_from_env
+from ..ops import catalog as ops
 from ._app import State, emit_json, json_option
+from ._generate import declared
 from ._groups import documents
-from ._shared import FINITE, filter_args, filter_options
+from ._shared import FINITE, filter_args, filters_but
 from .evaluate import emit_report, eval_
 
 
@@ -53,11 +55,7 @@ def _print(result: AskResult) -> None:
 
 
 @documents.command("ask")
-@click.argument("question")
-@click.option("-k", "--k", "k", type=int, default=5, show_default=True,
-              help="How many passages to retrieve and give the model.")
-@click.option("--include-memories", is_flag=True,
-              help="Search every memory, not only ingested document chunks.")
+@declared(ops.ASK)
 @click.option("--expand", type=click.Choice(EXPANSIONS),
               help="Query expansion through the LLM (off by default): mqe = several rewrites, "
                    "hyde = a hypothetical answer passage; fused with the question by RRF.")
@@ -72,10 +70,11 @@ def _print(result: AskResult) -> None:
 @click.option("--timeout", type=FINITE, metavar="SECONDS",
               help="LLM timeout per request (default: each path's own, "
                    "$MEMDB_LLM_TIMEOUT_<PATH>; $MEMDB_LLM_TIMEOUT, else 120, is the ceiling).")
-@filter_options
+@filters_but("subject")
 @json_option
 @click.pass_obj
-def ask(state: State, question: str, k: int, include_memories: bool, expand: str | None,
+def ask(state: State, question: str, k: int, include_memories: bool, subject: str | None,
+        expand: str | None,
         n_queries: int, rerank: str | None, rerank_depth: int, no_llm: bool,
         timeout: float | None, as_json: bool, **filters: Any) -> None:
     """Answer QUESTION from ingested documents, citing passages as [n].
@@ -90,7 +89,7 @@ def ask(state: State, question: str, k: int, include_memories: bool, expand: str
     result = state.store().documents.ask(question, k=k, include_memories=include_memories,
                                          expand=expand, n_queries=n_queries,
                                          reranker=rerank, rerank_depth=rerank_depth, llm=chat,
-                                         **filter_args(filters))
+                                         **filter_args({**filters, "subject": subject}))
     if as_json:
         emit_json(result.to_dict())
         return

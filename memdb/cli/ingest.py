@@ -11,8 +11,10 @@ import click
 from ..errors import InvalidInput
 from ..ingest import FileResult, IngestReport, TextSource
 from ..models import Category, Scope
+from ..ops import catalog as ops
 from ._app import emit_json, json_option, options, store
 from ._format import short, table
+from ._generate import declared
 from ._groups import documents
 from ._shared import values
 
@@ -95,10 +97,15 @@ def _print_report(report: IngestReport) -> None:
                f"database {secs['db']} s)" + (" [dry run]" if report.dry_run else ""))
 
 
+# The command reads files and folders: a document's id is its path, its text and format the
+# file's, and --category may name one category per file glob; the rest is declared.
+FROM_FILES = ("document_id", "text", "title", "format", "category")
+
+
 @documents.command("ingest")
 @click.argument("paths", nargs=-1, required=True)
+@declared(ops.ADD_DOCUMENT, skip=FROM_FILES)
 @options(
-    (["--subject"], {"help": "Whose documents (default: 'default')."}),
     (["--scope"], {"default": "user", "show_default": True, "help": f"One of: {values(Scope)}."}),
     (["--project-id"], {"help": "Project id (needed with --scope project)."}),
     (["--session-id"], {"help": "Session id (needed with --scope session)."}),
@@ -106,8 +113,6 @@ def _print_report(report: IngestReport) -> None:
                                     "help": f"Category of the chunks ({values(Category)}), or "
                                             "GLOB=NAME per file (repeatable; first match wins, "
                                             "else general)."}),
-    (["--tag", "--tags", "tags"], {"multiple": True,
-                                   "help": "A tag for every chunk (repeatable)."}),
     (["--chunk-tokens"], {"type": int, "default": 256, "show_default": True,
                           "help": "Most tokens (of the embedding model) in one chunk."}),
     (["--overlap"], {"type": int, "default": 32, "show_default": True,
@@ -136,7 +141,7 @@ def _print_report(report: IngestReport) -> None:
 )
 @json_option
 def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
-           tags: tuple[str, ...], text_id: str | None, quiet: bool, **opts: Any) -> None:
+           tags: list[str] | None, text_id: str | None, quiet: bool, **opts: Any) -> None:
     """Ingest files and folders (Markdown, text, HTML, PDF) as documents whose chunks are
     searchable memories.
 
@@ -155,7 +160,7 @@ def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
     progress = _Progress(enabled=not as_json and not quiet)
     try:
         report = store().documents.ingest(sources, category=_categories(categories),
-                                          tags=list(tags), progress=progress, **opts)
+                                          tags=tags or [], progress=progress, **opts)
     finally:
         progress.close()
     if as_json:

@@ -12,8 +12,10 @@ from typing import Any
 import click
 
 from ..errors import InvalidInput
+from ..ops import catalog as ops
 from ._app import CliError, cli, emit_json, json_option, store
 from ._format import short, table
+from ._generate import declared
 from ._groups import maintenance, subject
 from ._output import to_stdout, written
 from ._shared import FINITE, pairs
@@ -111,13 +113,10 @@ def maintain(dry_run: bool, steps: tuple[str, ...], settings: tuple[str, ...],
 
 
 @session.command("consolidate")
-@click.argument("session_id")
-@click.option("--threshold", type=FINITE, default=0.6, show_default=True,
-              help="Move working memories with at least this importance.")
+@declared(ops.CONSOLIDATE)
 @click.option("--subject", help="Only this subject's memories of the session.")
-@click.option("--dry-run", is_flag=True, help="Show what would move; change nothing.")
 @json_option
-def consolidate(session_id: str, threshold: float, subject: str | None, dry_run: bool,
+def consolidate(session_id: str, threshold: float, dry_run: bool, subject: str | None,
                 as_json: bool) -> None:
     """Move SESSION_ID's important working memories to episodic (importance x 1.1, max 1)."""
     moved = store().sessions.consolidate(session_id, threshold=threshold, subject=subject,
@@ -302,8 +301,7 @@ def export_subject(subject: str, path: str, as_json: bool) -> None:
 
 @subject.command("summary")
 @click.argument("name", metavar="SUBJECT", required=False)
-@click.option("-k", "--k", "k", type=int, default=5, show_default=True,
-              help="How many of the most important memories to show.")
+@declared(ops.SUMMARY)
 @json_option
 def subject_summary(name: str | None, k: int, as_json: bool) -> None:
     """Counts of SUBJECT's current memories by kind and category, and its most important

@@ -12,8 +12,10 @@ import click
 from ..errors import InvalidInput, Rejected
 from ..gate import DEFAULT_POLICY
 from ..models import Category, Kind, Scope, SourceType
+from ..ops import catalog as ops
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_history, print_memory, provenance, short, table
+from ._generate import declared
 from ._shared import FINITE, filter_args, filter_options, parse_metadata, values
 
 
@@ -29,21 +31,11 @@ def migrate(as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("text")
+@declared(ops.ADD, skip=("source",))
 @options(
-    (["--subject"], {"default": "default", "show_default": True,
-                     "help": "Whose memory it is (a user or an agent)."}),
-    (["--kind"], {"default": "semantic", "show_default": True,
-                  "help": f"One of: {values(Kind)}."}),
-    (["--category"], {"help": f"One of: {values(Category)}. Default: classified from "
-                              "the text (memdb.classify)."}),
     (["--scope"], {"default": "user", "show_default": True, "help": f"One of: {values(Scope)}."}),
     (["--agent"], {"help": "The agent that wrote the memory."}),
     (["--project-id"], {"help": "Project id (needed with --scope project)."}),
-    (["--session-id"], {"help": "Session id (needed with --scope session)."}),
-    (["--importance"], {"type": FINITE,
-                        "help": "How much the memory matters, 0 to 1 (default: scored from "
-                                "the text, 0.5 for a plain statement)."}),
     (["--confidence"], {"type": FINITE, "default": 1.0, "show_default": True,
                         "help": "How sure the source is, 0 to 1."}),
     (["--source-type"], {"default": "user_statement", "show_default": True,
@@ -52,12 +44,10 @@ def migrate(as_json: bool) -> None:
                                 "Default for a user_statement: the command line itself, "
                                 "cli:<UTC time>."}),
     (["--created-by"], {"help": "Who or what recorded it."}),
-    (["--tag", "tags"], {"multiple": True, "help": "A tag (repeatable)."}),
     (["--metadata"], {"help": "A JSON object stored with the memory."}),
     (["--ttl"], {"type": FINITE, "help": "Expire after this many seconds."}),
     (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
     (["--norm-key"], {"help": "A stable key for the fact (a later memory with it supersedes)."}),
-    (["--reason"], {"help": "Why, recorded in the history."}),
     (["--rule"], {"is_flag": True,
                   "help": "Mark it as a rule explicitly (the gate then needs no rule cue)."}),
     (["--dry-run"], {"is_flag": True,
@@ -67,22 +57,23 @@ def migrate(as_json: bool) -> None:
                      "help": "Skip the write gate's checks (TTL defaults and merging stay)."}),
 )
 @json_option
-def add(text: str, as_json: bool, reason: str | None, metadata: str | None,
-        tags: tuple[str, ...], dry_run: bool, no_gate: bool, **fields: Any) -> None:
-    """Remember TEXT ("-" reads it from stdin), through the write gate.
+def add(content: str, as_json: bool, reason: str | None, metadata: str | None,
+        tags: list[str] | None, dry_run: bool, no_gate: bool, **fields: Any) -> None:
+    """Remember CONTENT ("-" reads it from stdin), through the write gate.
 
     Facts and rules need a source: a user_statement (the default) typed here without
     --source-id is recorded as coming from the command line (cli:<UTC time>); other source
     types need --source-id. Model inferences become hypotheses. Identical text in
     the same scope is not stored twice (the existing memory is bumped); a near duplicate is
     merged; a new version of a --norm-key slot, or a correction ("不是A，是B"), supersedes
-    the old one. A refused memory prints the gate's reasons and exits with status 1.
+    the old one. A refused memory prints the gate's reasons and exits with status 1. Without
+    --category the category is classified from the text (memdb.classify).
     """
-    if text == "-":  # a UTF-8 BOM (Windows editors, PowerShell pipes) is not content
-        text = sys.stdin.read().removeprefix("\ufeff")
+    if content == "-":  # a UTF-8 BOM (Windows editors, PowerShell pipes) is not content
+        content = sys.stdin.read().removeprefix("\ufeff")
     fields["source_id"] = command_line_source(fields["source_type"], fields["source_id"])
-    result = store().add_many([{"content": text, "metadata": parse_metadata(metadata),
-                                "tags": list(tags) or None, **fields}],
+    result = store().add_many([{"content": content, "metadata": parse_metadata(metadata),
+                                "tags": tags, **fields}],
                               reason=reason, bypass_gate=no_gate, dry_run=dry_run)[0]
     if as_json:
         emit_json(result.to_dict())
@@ -136,15 +127,15 @@ def gate(texts: tuple[str, ...], as_json: bool, **fields: Any) -> None:
 
 
 @cli.command()
-@click.argument("memory_id", metavar="ID")
+@declared(ops.GET)
 @json_option
-def get(memory_id: str, as_json: bool) -> None:
-    """Show one memory by its ID or URI (mem://subject/category/id)."""
-    memory = store().get(memory_id)
+def get(memory: str, as_json: bool) -> None:
+    """Show one memory by its id or URI (mem://subject/category/id)."""
+    found = store().get(memory)
     if as_json:
-        emit_json(memory.to_dict())
+        emit_json(found.to_dict())
     else:
-        print_memory(memory)
+        print_memory(found)
 
 
 @cli.command("list")
@@ -179,58 +170,52 @@ def mark_used(memory_ids: tuple[str, ...], subject: str | None, as_json: bool) -
 
 
 @cli.command()
-@click.argument("memory_id", metavar="ID")
+@declared(ops.GET)  # the memory by id or URI, as get takes it
+@declared(ops.UPDATE, skip=("id", "source"))
 @options(
-    (["--content"], {"help": "New text (it is re-embedded)."}),
     (["--kind"], {"help": f"One of: {values(Kind)}."}),
-    (["--category"], {"help": f"One of: {values(Category)}."}),
     (["--agent"], {"help": "The agent that wrote the memory."}),
-    (["--importance"], {"type": FINITE, "help": "How much the memory matters, 0 to 1."}),
     (["--confidence"], {"type": FINITE, "help": "How sure the source is, 0 to 1."}),
     (["--source-type"], {"help": f"Provenance, one of: {values(SourceType)}."}),
     (["--source-id"], {"help": "Where exactly it came from."}),
     (["--norm-key"], {"help": "A stable key for the fact."}),
-    (["--tag", "tags"], {"multiple": True, "help": "Replace the tags (repeatable)."}),
     (["--metadata"], {"help": "Replace the metadata with this JSON object."}),
     (["--ttl"], {"type": FINITE, "help": "Expire this many seconds from now."}),
     (["--expires-at"], {"help": "Expire at this ISO 8601 time."}),
     (["--no-expiry"], {"is_flag": True, "help": "Never expire."}),
-    (["--reason"], {"help": "Why, recorded in the history."}),
     (["--no-gate"], {"is_flag": True,
                      "help": "Skip the write gate's checks of the changed memory."}),
 )
 @json_option
-def update(memory_id: str, as_json: bool, reason: str | None, no_expiry: bool,
+def update(memory: str, as_json: bool, reason: str | None, no_expiry: bool,
            no_gate: bool, **options: Any) -> None:
-    """Change fields of the memory ID (or URI, mem://subject/category/id); its version goes
-    up by one."""
+    """Change fields of the memory (its id or URI, mem://subject/category/id); its version
+    goes up by one. --tag replaces the tags."""
     changes = {k: val for k, val in options.items() if val is not None and val != ()}
     if "metadata" in changes:
         changes["metadata"] = parse_metadata(changes["metadata"])
-    if "tags" in changes:
-        changes["tags"] = list(changes["tags"])
     if no_expiry:
         if "ttl" in changes or "expires_at" in changes:
             raise InvalidInput("give --no-expiry or --ttl/--expires-at, not both")
         changes["expires_at"] = None
-    memory = store().update(memory_id, reason=reason, bypass_gate=no_gate, **changes)
+    changed = store().update(memory, reason=reason, bypass_gate=no_gate, **changes)
     if as_json:
-        emit_json(memory.to_dict())
+        emit_json(changed.to_dict())
     else:
-        print_memory(memory)
+        print_memory(changed)
 
 
 @cli.command()
-@click.argument("memory_id", metavar="ID")
-@click.option("--reason", help="Why, recorded in the history.")
+@declared(ops.GET)  # the memory by id or URI, as get takes it
+@declared(ops.DELETE, skip=("id",))
 @json_option
-def delete(memory_id: str, reason: str | None, as_json: bool) -> None:
-    """Delete the memory ID (or URI, mem://subject/category/id); its history is kept."""
-    store().delete(memory_id, reason=reason)
+def delete(memory: str, reason: str | None, as_json: bool) -> None:
+    """Delete the memory (its id or URI, mem://subject/category/id); its history is kept."""
+    store().delete(memory, reason=reason)
     if as_json:
-        emit_json({"id": memory_id, "deleted": True})
+        emit_json({"id": memory, "deleted": True})
     else:
-        click.echo(f"deleted {memory_id}")
+        click.echo(f"deleted {memory}")
 
 
 @cli.command()

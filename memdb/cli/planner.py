@@ -11,12 +11,14 @@ import click
 from .. import _validate as v
 from ..demo import summarize_hit
 from ..errors import InvalidInput
+from ..ops import catalog as ops
 from ..recall import DEFAULT_BACKSTOP
 from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, store
 from ._format import print_hits, short, table
+from ._generate import declared
 from ._groups import maintenance, traces
-from ._shared import FINITE, filter_args, filter_options
+from ._shared import FINITE, filter_args, filters_but
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
@@ -53,10 +55,8 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("query")
-@click.option("-k", "--k", "k", type=int, default=10, show_default=True,
-              help="How many hits to return.")
-@filter_options
+@declared(ops.RECALL)
+@filters_but("subject", "kind", "category", "tags", "uri_prefix")
 @click.option("--hotness", type=FINITE,
               help="Hotness weight, 0 to 1 (default 0: off); never applied to system.")
 @click.option("--backstop", type=FINITE,
@@ -75,9 +75,11 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
                    "is configured, else the heuristic's) and fuse their searches as the "
                    "all-categories route (off by default).")
 @json_option
-def recall(query: str, k: int, hotness: float | None, backstop: float | None,
-           general: bool | None, no_anchor: bool, no_trace: bool, decompose: bool | None,
-           as_json: bool, **filters: Any) -> None:
+def recall(query: str, k: int, subject: str | None, categories: list[str] | None,
+           kinds: list[str] | None, tags_all: list[str] | None, uri_prefix: str | None,
+           hotness: float | None, backstop: float | None, general: bool | None,
+           no_anchor: bool, no_trace: bool, decompose: bool | None, as_json: bool,
+           **filters: Any) -> None:
     """Planned search: decide where to look, search there, never silently miss.
 
     Returns the memories a flat search finds at k, ordered by the plan (--no-anchor lets the
@@ -88,7 +90,9 @@ def recall(query: str, k: int, hotness: float | None, backstop: float | None,
                          anchor=False if no_anchor else None,
                          trace=False if no_trace else None,
                          options=SearchOptions(decompose=decompose) if decompose else None,
-                         **filter_args(filters))
+                         **filter_args({**filters, "subject": subject, "category": categories,
+                                        "kind": kinds, "tags": tags_all,
+                                        "uri_prefix": uri_prefix}))
     if as_json:
         emit_json({"query": query, **res.to_dict()})
         return

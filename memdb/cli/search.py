@@ -8,18 +8,18 @@ from typing import Any
 import click
 
 from ..demo import summarize_hit
+from ..ops import catalog as ops
 from ..ops.search_options import SEARCH_OPTIONS
 from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_hits
-from ._shared import FINITE, declared_options, filter_args, filter_options, pairs
+from ._generate import declared, declared_options
+from ._shared import FINITE, filter_args, filters_but, pairs
 
 
 @cli.command()
-@click.argument("query")
-@click.option("-k", "--k", "k", type=int, default=10, show_default=True,
-              help="How many hits to return.")
-@filter_options
+@declared(ops.SEARCH)
+@filters_but("subject", "category")
 @declared_options(SEARCH_OPTIONS)
 @options(
     (["--route", "routes"], {"multiple": True,

@@ -12,9 +12,11 @@ from typing import Any
 import click
 
 from ..errors import InvalidInput
+from ..ops import catalog as ops
 from ..session import ROLES, SessionWindow
 from ._app import cli, emit_json, json_option, options, store
 from ._format import short
+from ._generate import declared
 
 _window_options = options(
     (["--max-tokens"], {"type": int, "default": 2000, "show_default": True,
@@ -43,13 +45,7 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
 
 
 @cli.command()
-@click.argument("query")
-@click.option("--session", help="The session whose summary and recent turns to include.")
-@click.option("--budget", type=int, default=2000, show_default=True,
-              help="Token budget of all messages together (never exceeded).")
-@_subject_option
-@click.option("-k", "--k", "k", type=int, default=10, show_default=True,
-              help="How many long-term memories to search for.")
+@declared(ops.CONTEXT)
 @click.option("--instructions", help="The answering instruction (default: answer only from "
               "the memories, cite their ids, say so when they are missing; zh or en by the "
               "query).")
@@ -59,16 +55,16 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
 @click.option("--agent", help="Include this agent's meta memory (persona, limits, abilities, "
                               "lessons; memdb meta) after the rules.")
 @json_option
-def context(query: str, session: str | None, budget: int, subject: str | None, k: int,
+def context(query: str, budget_tokens: int, k: int, subject: str | None, session: str | None,
             instructions: str | None, no_instructions: bool, include_query: bool,
             max_memory_tokens: int | None, agent: str | None, as_json: bool) -> None:
-    """Print the OpenAI-style messages for answering QUERY within --budget tokens: the
-    subject's system rules, relevant memories (each with its [mem:id]), the session summary,
-    then the most recent turns (store.context)."""
+    """Print the OpenAI-style messages for answering QUERY within --budget tokens (never
+    exceeded): the subject's system rules, relevant memories (each with its [mem:id]), the
+    session summary, then the most recent turns (store.context)."""
     if no_instructions and instructions:
         raise InvalidInput("give --instructions or --no-instructions, not both")
     ctx = store().context(
-        query, session, budget, subject=subject, k=k, include_query=include_query,
+        query, session, budget_tokens, subject=subject, k=k, include_query=include_query,
         instructions=None if no_instructions else (instructions or "auto"),
         max_memory_tokens=max_memory_tokens, agent=agent)
     if as_json:

@@ -22,14 +22,19 @@ from .._redact import redact
 from ..errors import Forbidden, InvalidInput, TooLarge
 from ..ingest import TextSource
 from ..keys import Binding
+from ..ops import catalog as ops
 from ..search import SearchOptions
 from . import _docs, _errors
+from ._generate import arguments
 from ._limits import BodyLimit
 from ._models import (
+    INGEST_SKIPS,
+    UPDATE_SKIPS,
     AddMany,
     AddOne,
     AskIn,
     ContextIn,
+    DeleteQuery,
     DocumentSearchIn,
     ForgetSubjectIn,
     GraphLinkIn,
@@ -39,12 +44,14 @@ from ._models import (
     MemoryPatch,
     MessageIn,
     MetaIn,
+    PatchFields,
     RecallIn,
     RememberIn,
     RemoveDocuments,
     ReviewDecision,
     SearchIn,
     StateIn,
+    SummaryQuery,
     TracesEraseIn,
     TracesPurgeIn,
 )
@@ -137,13 +144,22 @@ def _ref(ref: str) -> str:
     return ref
 
 
-def _with_subject(flt: dict[str, Any] | None, subject: str | None) -> dict[str, Any] | None:
-    """The filter with the ``subject`` field folded in (both naming different subjects: 400)."""
-    if subject is None:
-        return flt
-    if flt and flt.get("subject") not in (None, subject):
-        raise InvalidInput("subject and filter.subject name different subjects")
-    return {**(flt or {}), "subject": subject}
+# A declared parameter of search or recall and the filter condition it sets.
+_CONDITIONS = {"subject": "subject", "category": "category", "categories": "category",
+               "kinds": "kind", "tags_all": "tags", "uri_prefix": "uri_prefix"}
+
+
+def _with_conditions(flt: dict[str, Any] | None, args: dict[str, Any]) -> dict[str, Any] | None:
+    """The filter with the declared conditions (subject, categories...) folded in (a field and
+    the filter setting one condition differently: 400)."""
+    out = dict(flt or {})
+    for name, condition in _CONDITIONS.items():
+        if args.get(name) is None:
+            continue
+        if out.get(condition) not in (None, args[name]):
+            raise InvalidInput(f"{name} and filter.{condition} disagree")
+        out[condition] = args[name]
+    return out or flt
 
 
 def _hits(results: Any, explain: bool) -> dict[str, Any]:
@@ -154,6 +170,7 @@ def _hits(results: Any, explain: bool) -> dict[str, Any]:
 
 
 # -- memories -------------------------------------------------------------------------------
+_ALL_BUT_REASON = tuple(p.name for p in ops.ADD.params if p.name != "reason")
 memories = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
 
 
@@ -161,9 +178,9 @@ memories = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
 async def add_memory(body: AddOne, store: Store) -> Any:
     """Add one memory (write gate, dedup, supersede); the result says what happened."""
     fields = body.fields()
-    reason, dry_run = fields.pop("reason", None), fields.pop("dry_run", False)
+    reason = arguments(ops.ADD, body, skip=_ALL_BUT_REASON).get("reason")
     content = fields.pop("content")
-    return jsonable(await store.add(content, reason=reason, dry_run=dry_run, **fields))
+    return jsonable(await store.add(content, reason=reason, dry_run=body.dry_run, **fields))
 
 
 @memories.post("/memories/batch", status_code=201, response_model=list[AddOut])
@@ -194,21 +211,23 @@ async def list_memories(
 @memories.get("/memories/{ref:path}", response_model=MemoryOut)
 async def get_memory(ref: str, store: Store) -> Any:
     """One memory by id or mem:// URI."""
-    return jsonable(await store.get(_ref(ref)))
+    return jsonable(await store.get(arguments(ops.GET, memory=_ref(ref))["memory"]))
 
 
 @memories.patch("/memories/{ref:path}", response_model=MemoryOut)
 async def update_memory(ref: str, body: MemoryPatch, store: Store) -> Any:
     """Change fields of a memory (a new version; history row)."""
-    changes = body.model_dump(exclude_unset=True)
+    changes = {**body.model_dump(exclude_unset=True, include=set(PatchFields.model_fields)),
+               **arguments(ops.UPDATE, body, skip=UPDATE_SKIPS)}
     reason = changes.pop("reason", None)
     return jsonable(await store.update(_ref(ref), reason=reason, **changes))
 
 
 @memories.delete("/memories/{ref:path}", status_code=204)
-async def delete_memory(ref: str, store: Store, reason: str | None = None) -> Response:
+async def delete_memory(ref: str, store: Store,
+                        query: Annotated[DeleteQuery, Query()]) -> Response:  # type: ignore[valid-type]
     """Delete a memory (its history keeps the row)."""
-    await store.delete(_ref(ref), reason=reason)
+    await store.delete(_ref(ref), **arguments(ops.DELETE, query, skip=("id",)))
     return Response(status_code=204)
 
 
@@ -225,8 +244,9 @@ retrieval = APIRouter(prefix="/v1", tags=["retrieval"], responses=ERROR_RESPONSE
 @retrieval.post("/search", response_model=SearchOut)
 async def search(body: SearchIn, request: Request, store: Store) -> Any:
     """Hybrid search (vector, BM25, exact; RRF); ``explain`` adds the SQL and timings."""
-    results = await store.search(body.query, _k(request, body.k),
-                                 _with_subject(body.filter, body.subject),
+    args = arguments(ops.SEARCH, body)
+    results = await store.search(args["query"], _k(request, args["k"]),
+                                 _with_conditions(body.filter, args),
                                  options=SearchOptions.of(body.options), routes=body.routes,
                                  weights=body.weights, mmr=body.mmr, explain=body.explain)
     return _hits(results, body.explain)
@@ -235,8 +255,9 @@ async def search(body: SearchIn, request: Request, store: Store) -> Any:
 @retrieval.post("/recall")
 async def recall(body: RecallIn, request: Request, store: Store) -> Any:
     """Planned recall (categories and routes chosen from the query), with its status."""
-    results = await store.recall(body.query, _k(request, body.k),
-                                 _with_subject(body.filter, body.subject), plan=body.plan,
+    args = arguments(ops.RECALL, body)
+    results = await store.recall(args["query"], _k(request, args["k"]),
+                                 _with_conditions(body.filter, args), plan=body.plan,
                                  with_general=body.with_general)
     out = jsonable(results)
     if not body.explain:
@@ -255,8 +276,9 @@ async def remember(body: RememberIn, store: Store) -> Any:
 @retrieval.post("/context")
 async def context(body: ContextIn, request: Request, store: Store) -> Any:
     """The context block for a prompt under a token budget (rules, memories, session)."""
-    built = await store.context(body.query, body.session, body.budget_tokens,
-                                subject=body.subject, k=_k(request, body.k),
+    args = arguments(ops.CONTEXT, body)
+    built = await store.context(args["query"], args.get("session"), args["budget_tokens"],
+                                subject=args.get("subject"), k=_k(request, args["k"]),
                                 include_profile=body.include_profile, agent=body.agent)
     return jsonable(built)
 
@@ -330,7 +352,7 @@ async def ingest(body: IngestIn, request: Request, store: Store) -> Any:
     limit = request.app.state.door.settings.max_ingest_chunks
     try:
         report = await store.documents.ingest(
-            sources, subject=body.subject, category=body.category, tags=body.tags,
+            sources, **arguments(ops.ADD_DOCUMENT, body, skip=INGEST_SKIPS),
             importance=body.importance, chunk_tokens=body.chunk_tokens, dry_run=body.dry_run,
             force=body.force, max_chunks=limit)
     except TooLarge as exc:
@@ -367,9 +389,9 @@ async def search_documents(body: DocumentSearchIn, request: Request, store: Stor
 @documents.post("/ask")
 async def ask(body: AskIn, request: Request, store: Store) -> Any:
     """Answer from the documents with citations (``answer: false``: the passages only)."""
-    return jsonable(await store.documents.ask(body.question, _k(request, body.k),
-                                              include_memories=body.include_memories,
-                                              answer=body.answer))
+    args = arguments(ops.ASK, body)
+    return jsonable(await store.documents.ask(args.pop("question"), _k(request, args.pop("k")),
+                                              answer=body.answer, **args))
 
 
 # -- graph, review, traces, subjects, meta ---------------------------------------------------
@@ -481,11 +503,12 @@ def _own_subject(store: Any, subject: str) -> None:
 
 
 @subjects.get("/summary")
-async def subject_summary(store: Store, subject: str | None = None,
-                          k: Annotated[int, Query(ge=1, le=100)] = 5,
-                          max_chars: Annotated[int, Query(ge=1, le=100_000)] = 400) -> Any:
+async def subject_summary(store: Store,
+                          query: Annotated[SummaryQuery, Query()]) -> Any:  # type: ignore[valid-type]
     """Counts of current memories by kind and category and the most important ones."""
-    return jsonable(await store.subjects.summary(subject=subject, k=k, max_chars=max_chars))
+    return jsonable(await store.subjects.summary(subject=query.subject,
+                                                 max_chars=query.max_chars,
+                                                 **arguments(ops.SUMMARY, query)))
 
 
 @subjects.get("/{subject}/export")

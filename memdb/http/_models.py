@@ -1,56 +1,40 @@
 """Request bodies of the HTTP door (pydantic): they make the OpenAPI document and refuse unknown
-fields (422). Values are checked again by memdb itself (InvalidInput: 400)."""
+fields (422). The declared operations' (memdb.ops) fields are generated from their declarations
+(memdb.http._generate) beside the fields a route offers beyond them; values are checked by the
+declarations and by memdb itself (InvalidInput: 400)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from ..ops import Param
 from ..ops import catalog as ops
+from ._generate import Body, arguments, declared, request_model
 
 __all__ = [
-    "MemoryIn", "AddMany", "MemoryPatch", "SearchIn", "RecallIn", "RememberIn", "ContextIn",
+    "MemoryIn", "AddOne", "AddMany", "MemoryPatch", "DeleteQuery", "SummaryQuery", "SearchIn",
+    "RecallIn", "RememberIn", "ContextIn",
     "MessageIn", "StateIn", "TextDocument", "IngestIn", "RemoveDocuments", "DocumentSearchIn",
     "AskIn", "MaintenanceIn", "GraphLinkIn", "GraphSearchIn", "ReviewDecision", "TracesPurgeIn",
     "TracesEraseIn", "ForgetSubjectIn", "MetaIn",
 ]
 
 Name = Field(default=None, max_length=256)
+_Body = Body
 
 
-def declared(param: Param) -> Any:
-    """The pydantic field of a declared parameter (memdb.ops): its default, and its range,
-    length and help in the OpenAPI document, so it says what the other doors say. The range is
-    checked by memdb itself (InvalidInput: 400, as at every door), not by pydantic (422)."""
-    schema = {key: value for key, value in param.schema().items()
-              if key in ("minimum", "maximum", "maxLength", "minLength", "enum")}
-    return Field(default=... if param.required else param.default,
-                 description=param.describe(), json_schema_extra=schema or None)
+class _MemoryFields(_Body):
+    """One memory to add: the fields of memdb.MemoryInput a caller may set beyond the declared
+    ones (memdb.ops: add; ``source_type`` takes every provenance, the declared ``source`` two)."""
 
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MemoryIn(_Body):
-    """One memory to add (the fields of memdb.MemoryInput that a caller may set)."""
-
-    content: str = Field(max_length=65_536)
-    subject: str | None = Name
-    kind: str | None = None
-    category: str | None = None
     scope: str | None = None
     agent: str | None = Name
     project_id: str | None = Name
-    session_id: str | None = Name
-    importance: float | None = None
     confidence: float | None = None
     source_type: str | None = None
     source_id: str | None = Field(default=None, max_length=1024)
     metadata: dict[str, Any] | None = None
-    tags: list[str] | None = None
     ttl: float | None = Field(default=None, description="seconds")
     expires_at: str | None = None
     norm_key: str | None = Field(default=None, max_length=1024)
@@ -58,30 +42,36 @@ class MemoryIn(_Body):
     rule: bool | None = None
 
     def fields(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        """Every field given: the declared ones checked by their declaration."""
+        extra = self.model_dump(exclude_none=True, include=set(_MemoryFields.model_fields))
+        return {**extra, **arguments(ops.ADD, self, skip=ADD_SKIPS)}
 
 
-class AddOne(MemoryIn):
-    reason: str | None = Field(default=None, max_length=1000)
+ADD_SKIPS = ("source", "reason")  # source_type above; reason is the request's, not an item's
+MemoryIn = request_model(ops.ADD, "MemoryIn", base=_MemoryFields, skip=ADD_SKIPS)
+
+
+class _AddOne(MemoryIn):  # type: ignore[misc, valid-type]
     dry_run: bool = False
+
+
+AddOne = request_model(ops.ADD, "AddOne", base=_AddOne,
+                       skip=tuple(p.name for p in ops.ADD.params if p.name != "reason"))
 
 
 class AddMany(_Body):
-    items: list[MemoryIn] = Field(min_length=1, max_length=1000)
-    reason: str | None = Field(default=None, max_length=1000)
+    items: list[MemoryIn] = Field(min_length=1, max_length=1000)  # type: ignore[valid-type]
+    reason: str | None = declared(ops.ADD.param("reason"))
     dry_run: bool = False
 
 
-class MemoryPatch(_Body):
-    """Changes to one memory (only the fields given change)."""
+class PatchFields(_Body):
+    """Changes to one memory beyond the declared ones (memdb.ops: update); only the fields
+    given change."""
 
-    content: str | None = Field(default=None, max_length=65_536)
     kind: str | None = None
-    category: str | None = None
-    importance: float | None = None
     confidence: float | None = None
     metadata: dict[str, Any] | None = None
-    tags: list[str] | None = None
     ttl: float | None = None
     expires_at: str | None = None
     agent: str | None = Name
@@ -89,13 +79,14 @@ class MemoryPatch(_Body):
     source_id: str | None = Field(default=None, max_length=1024)
     norm_key: str | None = Field(default=None, max_length=1024)
     search_context: str | None = None
-    reason: str | None = Field(default=None, max_length=1000)
 
 
-class SearchIn(_Body):
-    query: str = declared(ops.SEARCH.param("query"))
-    k: int = declared(ops.SEARCH.param("k"))
-    subject: str | None = declared(ops.SEARCH.param("subject"))
+UPDATE_SKIPS = ("id", "source")  # the memory is the path's; source_type above
+MemoryPatch = request_model(ops.UPDATE, "MemoryPatch", base=PatchFields, skip=UPDATE_SKIPS)
+DeleteQuery = request_model(ops.DELETE, "DeleteQuery", skip=("id",))
+
+
+class _SearchFields(_Body):
     filter: dict[str, Any] | None = None
     routes: list[str] | None = None
     weights: dict[str, float] | None = None
@@ -107,14 +98,17 @@ class SearchIn(_Body):
     explain: bool = False
 
 
-class RecallIn(_Body):
-    query: str = declared(ops.RECALL.param("query"))
-    k: int = declared(ops.RECALL.param("k"))
-    subject: str | None = declared(ops.RECALL.param("subject"))
+SearchIn = request_model(ops.SEARCH, "SearchIn", base=_SearchFields)
+
+
+class _RecallFields(_Body):
     filter: dict[str, Any] | None = None
     plan: dict[str, Any] | str | None = None
     with_general: bool | None = None
     explain: bool = Field(default=False, description="include the plan, timings and trace id")
+
+
+RecallIn = request_model(ops.RECALL, "RecallIn", base=_RecallFields)
 
 
 class RememberIn(_Body):
@@ -125,14 +119,12 @@ class RememberIn(_Body):
     dry_run: bool = False
 
 
-class ContextIn(_Body):
-    query: str = Field(max_length=65_536)
-    session: str | None = Name
-    budget_tokens: int = Field(default=2000, ge=1, le=200_000)
-    subject: str | None = Name
-    k: int = Field(default=10, ge=1)
+class _ContextFields(_Body):
     include_profile: bool = False
     agent: str | None = Name
+
+
+ContextIn = request_model(ops.CONTEXT, "ContextIn", base=_ContextFields)
 
 
 class MessageIn(_Body):
@@ -155,15 +147,17 @@ class TextDocument(_Body):
     metadata: dict[str, Any] | None = None
 
 
-class IngestIn(_Body):
+class _IngestFields(_Body):
     documents: list[TextDocument] = Field(min_length=1, max_length=100)
-    subject: str | None = Name
-    category: str = "general"
-    tags: list[str] | None = None
     importance: float = 0.5
     chunk_tokens: int = Field(default=256, ge=16, le=4096)
     dry_run: bool = False
     force: bool = False
+
+
+# Each item of documents is one document (its id, text, title, format); the rest is declared.
+INGEST_SKIPS = ("document_id", "text", "title", "format")
+IngestIn = request_model(ops.ADD_DOCUMENT, "IngestIn", base=_IngestFields, skip=INGEST_SKIPS)
 
 
 class RemoveDocuments(_Body):
@@ -177,11 +171,19 @@ class DocumentSearchIn(_Body):
     parents: bool = False
 
 
-class AskIn(_Body):
-    question: str = Field(max_length=65_536)
-    k: int = Field(default=5, ge=1)
-    include_memories: bool = False
+class _AskFields(_Body):
     answer: bool = Field(default=True, description="false: the passages only, no LLM call")
+
+
+AskIn = request_model(ops.ASK, "AskIn", base=_AskFields)
+
+
+class _SummaryFields(_Body):
+    subject: str | None = Name
+    max_chars: int = Field(default=400, ge=1, le=100_000)
+
+
+SummaryQuery = request_model(ops.SUMMARY, "SummaryQuery", base=_SummaryFields)
 
 
 class MaintenanceIn(_Body):

@@ -98,11 +98,11 @@ RECALL = Operation(
     "no_relevant_memory or degraded.",
     (QUERY, K, SUBJECT,
      Param("categories", "str_list", "Only memories of these categories.",
-           choices=_CATEGORIES, max_items=len(_CATEGORIES)),
+           choices=_CATEGORIES, max_items=len(_CATEGORIES), flags=("--category",)),
      Param("kinds", "str_list", "Only memories of these kinds.", choices=_KINDS,
-           max_items=len(_KINDS)),
+           max_items=len(_KINDS), flags=("--kind",)),
      Param("tags_all", "str_list", "Only memories carrying all of these tags.",
-           max_items=MAX_TAGS, item_max_length=MAX_TAG_CHARS),
+           max_items=MAX_TAGS, item_max_length=MAX_TAG_CHARS, flags=("--tag",)),
      Param("uri_prefix", "str", "Only memories whose mem:// URI starts with this, e.g. "
            "mem://alice/preferences/.", max_length=2048, pattern="^mem://")),
     scope="tenant", result="status, results: id, uri, content, category, kind, score",
@@ -144,7 +144,7 @@ CONTEXT = Operation(
     "the most relevant memories and (with session) the session's recent turns, as chat "
     "messages ready to give a model, with the ids used.",
     (QUERY, Param("budget_tokens", "int", "The most tokens the messages may cost.", 2000,
-                  minimum=50, maximum=MAX_BUDGET_TOKENS),
+                  minimum=50, maximum=MAX_BUDGET_TOKENS, flags=("--budget",)),
      K, SUBJECT, Param("session", "str", "The conversation's session id, to include its "
                        "recent turns and summary.", max_length=MAX_NAME_CHARS)),
     scope="subject", result="messages, memory_ids, tokens", errors=_READ,
@@ -175,11 +175,13 @@ ASK = Operation(
            False),
      SUBJECT),
     scope="tenant", result="answer, citations", errors=_READ,
-    doors=(("cli", "ask"), ("http", "POST /v1/ask"), ("mcp", "ask")))
+    doors=(("cli", "documents ask"), ("http", "POST /v1/documents/ask"),
+           ("mcp", "ask")))
 
 SUMMARY = Operation(
     "summary", "Counts by kind and category and the most important memories of the subject.",
-    (Param("k", "int", "How many memories to list.", 5, minimum=1, maximum=MAX_K),),
+    (Param("k", "int", "How many memories to list.", 5, minimum=1, maximum=MAX_K,
+           flags=("-k", "--k")),),
     scope="subject", result="counts, top memories", errors=_READ,
     doors=(("cli", "subject summary"), ("http", "GET /v1/subjects/summary"), ("tool", "summary")))
 
@@ -193,7 +195,7 @@ FORGET_LOW = Operation(
 CONSOLIDATE = Operation(
     "consolidate", "Keep a session's important working memories long-term.",
     (Param("session_id", "str", SESSION_ID.help, REQUIRED, min_length=1,
-           max_length=MAX_NAME_CHARS),
+           max_length=MAX_NAME_CHARS, argument=True),
      Param("threshold", "float", "Importance at least this is kept.", 0.6, minimum=0,
            maximum=1), DRY_RUN),
     scope="subject", result="consolidated, ids", errors=_READ,

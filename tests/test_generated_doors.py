@@ -1,0 +1,174 @@
+"""The CLI commands and the HTTP routes of the declared operations (memdb.ops) are generated from
+the declarations: each offers exactly the declared parameters (but the few it takes in a broader
+form of its own, listed here), with the declared flags, help, defaults and ranges, and a changed
+declaration changes both doors."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from memdb.cli import cli
+from memdb.cli._generate import declared as cli_declared
+from memdb.cli._generate import option_help
+from memdb.errors import InvalidInput
+from memdb.http import ServerSettings
+from memdb.http._app import create_app
+from memdb.http._generate import arguments, request_model
+from memdb.ops import OPERATIONS, Operation
+from memdb.ops import catalog as ops
+
+# Declared parameters a door takes in a form of its own (the reason is beside each in the code):
+# the CLI and HTTP take every provenance as --source-type/source_type, the memory of update and
+# delete by id or URI (get's parameter, the path at HTTP), and the CLI ingests files.
+CLI_OWN = {"add": {"source"}, "update": {"id", "source"}, "delete": {"id"},
+           "add_document": {"document_id", "text", "title", "format", "category"}}
+HTTP_OWN = {"add": {"source"}, "update": {"id", "source"}, "delete": {"id"},
+            "get": {"memory"}, "add_document": {"document_id", "text", "title", "format"}}
+
+
+def _command(path: str) -> click.Command:
+    command: Any = cli
+    for name in path.split():
+        command = command.commands[name]
+    return command
+
+
+def _cli_ops() -> list[Operation]:
+    return [op for op in OPERATIONS if op.door("cli")]
+
+
+def _http_ops() -> list[Operation]:
+    return [op for op in OPERATIONS if op.door("http")]
+
+
+def test_every_declared_operation_has_a_cli_command_and_an_http_route():
+    assert {op.name for op in _cli_ops()} == {
+        "add", "search", "recall", "get", "update", "delete", "context", "add_document", "ask",
+        "summary", "consolidate"}
+    assert {op.name for op in _http_ops()} == {
+        "add", "search", "recall", "get", "update", "delete", "context", "add_document", "ask",
+        "summary"}
+
+
+@pytest.mark.parametrize("op", _cli_ops(), ids=lambda op: op.name)
+def test_each_cli_command_offers_exactly_the_declared_parameters(op):
+    command = _command(op.door("cli"))
+    by_name = {p.name: p for p in command.params}
+    flags = [flag for p in command.params for flag in p.opts if flag.startswith("-")]
+    assert len(flags) == len(set(flags)), sorted(f for f in flags if flags.count(f) > 1)
+    own = CLI_OWN.get(op.name, set())
+    for param in op.params:
+        if param.name in own:
+            assert param.name not in by_name, param.name
+            continue
+        got = by_name[param.name]
+        if param.argument:
+            assert isinstance(got, click.Argument), param.name
+            assert got.required == param.required
+            assert f"{got.metavar}: {param.describe()}" in " ".join(command.help.split())
+        else:
+            assert isinstance(got, click.Option), param.name
+            assert tuple(got.opts) == param.cli_flags(), param.name
+            assert got.help == option_help(param), param.name
+            assert got.multiple == (param.type == "str_list")
+            if param.type not in ("str_list",) and not param.required:
+                assert got.default == param.default, param.name
+    help_text = " ".join(CliRunner().invoke(cli, [*op.door("cli").split(), "--help"])
+                         .output.split())
+    for param in op.params:
+        if param.name not in own:
+            assert param.describe().split("(")[0].strip()[:30] in help_text, param.name
+
+
+def _request_schema(openapi: dict[str, Any], op: Operation) -> dict[str, Any]:
+    """The declared fields of a route's request: its body's properties, else its query's."""
+    method, path = op.door("http").split()
+    route = openapi["paths"][path][method.lower()]
+    body = route.get("requestBody")
+    if body is not None:
+        ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        return openapi["components"]["schemas"][ref]["properties"]
+    return {p["name"]: {**p["schema"], "description": p.get("description")}
+            for p in route.get("parameters", []) if p["in"] == "query"}
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    return create_app(ServerSettings(dsn="postgresql://nowhere/none")).openapi()
+
+
+@pytest.mark.parametrize("op", _http_ops(), ids=lambda op: op.name)
+def test_each_route_s_openapi_carries_the_declared_ranges_and_defaults(openapi, op):
+    fields = _request_schema(openapi, op)
+    own = HTTP_OWN.get(op.name, set())
+    for param in op.params:
+        if param.name in own:
+            continue
+        field = fields[param.name]
+        declared = param.schema()
+        assert field["description"] == param.describe(), param.name
+        for key in ("minimum", "maximum", "maxLength", "minLength", "enum", "maxItems",
+                    "pattern"):
+            assert field.get(key) == declared.get(key), (param.name, key)
+        if not param.required and param.default is not None:
+            assert field["default"] == param.default, param.name
+
+
+def _narrowed(op: Operation, name: str, **change: Any) -> Operation:
+    return replace(op, params=tuple(replace(p, **change) if p.name == name else p
+                                    for p in op.params))
+
+
+def test_a_changed_declaration_changes_both_doors():
+    search = _narrowed(ops.SEARCH, "k", maximum=7, default=3,
+                       help="How many hits, at most seven / 最多七条.")
+
+    @click.command()
+    @cli_declared(search)
+    def probe(**given: Any) -> None:
+        """A command made from a changed declaration."""
+        click.echo(f"k={given['k']} query={given['query']}")
+
+    runner = CliRunner()
+    assert runner.invoke(probe, ["茶", "-k", "7"]).output.strip() == "k=7 query=茶"
+    assert runner.invoke(probe, ["tea"]).output.strip() == "k=3 query=tea"
+    refused = runner.invoke(probe, ["tea", "-k", "8"])
+    assert isinstance(refused.exception, InvalidInput) and "1–7" in str(refused.exception)
+    shown = " ".join(runner.invoke(probe, ["--help"]).output.split())
+    assert "最多七条 (default 3). Range 1–7." in shown
+
+    model = request_model(search, "ProbeIn")
+    schema = model.model_json_schema()["properties"]["k"]
+    assert (schema["maximum"], schema["default"]) == (7, 3)
+    assert "最多七条" in schema["description"]
+    assert arguments(search, model(query="茶", k=7))["k"] == 7
+    with pytest.raises(InvalidInput, match="1–7"):
+        arguments(search, model(query="tea", k=8))
+    assert arguments(ops.SEARCH, request_model(ops.SEARCH, "Plain")(query="tea", k=8))["k"] == 8
+
+
+@pytest.mark.parametrize("args", [
+    ["recall", "what does Alice drink", "-k", "1001"],
+    ["search", "张伟喝什么茶", "-k", "0"],
+    ["context", "tea", "--budget", "10"],
+    ["add", "Grace has a dog named Lucky.", "--tag", "x" * 65],
+    ["add", "张伟喜欢喝乌龙茶。", "--importance", "1.5"],
+    ["documents", "ask", "谁养了狗？", "-k", "51"],
+    ["subject", "summary", "-k", "0"],
+    ["session", "consolidate", "s1", "--threshold", "2"],
+], ids=["recall-k", "search-k-zh", "context-budget", "add-tag", "add-importance-zh", "ask-k",
+        "summary-k", "consolidate-threshold"])
+def test_the_cli_checks_the_declared_range_before_it_connects(args):
+    """Out of its declared range, a value is InvalidInput (exit 1, the JSON error body the
+    other doors give) before any database is opened: the DSN here leads nowhere."""
+    import json
+
+    out = CliRunner().invoke(cli, ["--dsn", "postgresql://nobody@127.0.0.1:1/none", *args,
+                                   "--json"])
+    assert out.exit_code == 1, out.output
+    assert json.loads(out.stdout)["error"]["type"] == "InvalidInput"
