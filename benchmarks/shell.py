@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def _memdb(env: dict[str, str], *args: str) -> float:
@@ -65,7 +65,7 @@ def run(runs: int) -> dict:
     out["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(),
                       "python": platform.python_version(),
                       "load_average_1min_at_end": round(os.getloadavg()[0], 2)}
-    out["date"] = datetime.now(timezone.utc).date().isoformat()
+    out["date"] = datetime.now(UTC).date().isoformat()
     return out
 
 
