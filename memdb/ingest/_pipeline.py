@@ -39,8 +39,10 @@ from ..errors import (
 from ..family import StoreCore
 from ..tokens import TokenCounter
 from ._chunker import Chunk, ChunkOptions, chunk_text
-from ._readers import FileProblem, extract, format_for, read_regular
+from ._formats import extract
+from ._readers import CONVERTED, FileProblem, read_regular
 from ._report import FileResult, IngestReport
+from ._sniff import detect
 from ._sources import Source, discover
 
 __all__ = ["IngestSettings", "run_ingest"]
@@ -90,6 +92,7 @@ class _Prepared:
     vectors: list[np.ndarray | None] = field(default_factory=list)
     to_embed: list[int] = field(default_factory=list)  # chunk indexes needing a vector
     embedded: int = 0  # texts this document added to an embedding call
+    source_format: str | None = None  # the file's format, when converted to Markdown
 
 
 def _context(title: str | None, path: Sequence[str]) -> str | None:
@@ -97,6 +100,12 @@ def _context(title: str | None, path: Sequence[str]) -> str | None:
     if title and (not parts or parts[0] != title):
         parts.insert(0, title)
     return " › ".join(parts) or None
+
+
+def _caller_metadata(stored: dict[str, Any]) -> dict[str, Any]:
+    """A text source's stored metadata as its caller gave it (without the source format a
+    converted CSV, JSON or XML text is stored with)."""
+    return {k: v for k, v in stored.items() if k != "source_format"}
 
 
 class _Run:
@@ -174,7 +183,7 @@ class _Run:
         if (old is not None and not self.force and old["content_hash"] == digest
                 and old["chunking"] == settings
                 and all(old[k] == v for k, v in scope.items())
-                and (source.text is None or (old["metadata"] == metadata
+                and (source.text is None or (_caller_metadata(old["metadata"]) == metadata
                                              and old["title"] == source.text.title))):
             self._done(FileResult(source.uri, "unchanged", title=old["title"],
                                   chunks=old["chunk_count"], version=old["version"], size=size))
@@ -188,11 +197,19 @@ class _Run:
                     raise FileProblem("empty", "no text")
                 title = source.text.title
                 encoding, doc_meta = None, metadata
-            else:
-                fmt = format_for(source.path.name) or "text"  # type: ignore[union-attr]
-                extracted = extract(raw, fmt, source.path.name)  # type: ignore[arg-type,union-attr]
+                if fmt in CONVERTED:  # CSV, JSON or XML text: converted as its file would be
+                    extracted = extract(text.encode("utf-8"), fmt, source.uri)
+                    text = extracted.text  # the title stays the caller's
+                    doc_meta = {**metadata, "source_format": fmt}
+            else:  # the content decides the format; a suffix that lies is refused
+                name = source.path.name  # type: ignore[union-attr]
+                fmt = detect(raw, name)  # type: ignore[arg-type]
+                extracted = extract(raw, fmt, name)  # type: ignore[arg-type]
                 text, title, encoding = extracted.text, extracted.title, extracted.encoding
                 doc_meta = {**extracted.metadata, **({"encoding": encoding} if encoding else {})}
+            source_format = fmt
+            if fmt in CONVERTED:  # stored as the Markdown it was converted to
+                fmt = "markdown"
             chunks = chunk_text(text, markdown=fmt in ("markdown", "html"),
                                 options=self.s.options, counter=self.counter)
         except FileProblem as exc:
@@ -214,7 +231,8 @@ class _Run:
                   "heading_path": list(c.heading_path), "char_start": c.start,
                   "char_end": c.end, "parent_start": c.parent_start,
                   "parent_end": c.parent_end, "tokens": c.tokens} for c in chunks]
-        return _Prepared(source, document, chunks, items, old is not None, encoding)
+        return _Prepared(source, document, chunks, items, old is not None, encoding,
+                         source_format=source_format)
 
     def plan_embeddings(self, group: list[_Prepared]) -> None:
         """Which chunks need a vector: not those whose text the scope already holds (one
@@ -346,7 +364,7 @@ class _Run:
     def _result(p: _Prepared, row: dict[str, Any]) -> FileResult:
         return FileResult(
             p.source.uri, "updated" if p.updating else "created",
-            format=p.document["format"], title=p.document["title"], chunks=row["chunks"],
+            format=p.source_format, title=p.document["title"], chunks=row["chunks"],
             created=row["created"], reused=row["reused"], removed=row["removed"],
             embedded=p.embedded, version=row["version"], size=p.document["size"],
             encoding=p.encoding, document_id=str(row["document_id"]))
@@ -406,7 +424,7 @@ class _Run:
             if self.dry_run:
                 self._done(FileResult(
                     source.uri, "updated" if prepared.updating else "created",
-                    format=prepared.document["format"], title=prepared.document["title"],
+                    format=prepared.source_format, title=prepared.document["title"],
                     chunks=len(prepared.chunks), size=prepared.document["size"],
                     encoding=prepared.encoding))
                 continue

@@ -1,10 +1,13 @@
-"""Reading one source into text: format by file suffix, encoding detection, and the per-file
-problems (binary, empty, undecodable, missing extra) as :class:`FileProblem`.
+"""Reading one source into text: format by file suffix (the content decides first:
+:mod:`._sniff`), encoding detection, and the per-file problems (binary, empty, undecodable,
+missing extra) as :class:`FileProblem`.
 
 Markdown and plain text need nothing beyond the standard library; HTML is converted to
 Markdown by ``html2text`` and PDF text is extracted by ``pypdf`` — both in the ``docs`` extra
 (``pip install "memdb[docs]"``), as is ``charset-normalizer`` for encodings other than UTF-8,
-UTF-16 (with BOM) and GB18030/GBK, which are recognised without it.
+UTF-16 (with BOM) and GB18030/GBK, which are recognised without it. Word, PowerPoint, Excel,
+CSV, JSON, XML and EPUB are converted to Markdown by :mod:`._office` and :mod:`._structured`
+(the ``files`` extra).
 """
 
 from __future__ import annotations
@@ -21,15 +24,21 @@ from typing import Any
 
 from ..errors import MissingDependency
 
-__all__ = ["Extracted", "FileProblem", "FORMATS", "format_for", "decode", "extract",
-           "not_regular", "read_regular"]
+__all__ = ["CONVERTED", "Extracted", "FileProblem", "FORMATS", "format_for", "decode",
+           "extract", "finish", "html_to_markdown", "not_regular", "read_regular"]
 
 FORMATS = {
     ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".mdown": "markdown",
     ".txt": "text", ".text": "text", ".rst": "text", ".log": "text",
     ".html": "html", ".htm": "html", ".xhtml": "html",
     ".pdf": "pdf",
+    ".docx": "docx", ".docm": "docx", ".pptx": "pptx", ".pptm": "pptx",
+    ".xlsx": "xlsx", ".xlsm": "xlsx", ".csv": "csv", ".tsv": "csv", ".epub": "epub",
+    ".json": "json", ".jsonl": "json", ".ndjson": "json", ".xml": "xml",
 }
+CONVERTED = ("docx", "pptx", "xlsx", "csv", "epub", "json", "xml")
+"""Formats converted to Markdown (stored as format ``markdown``, the source format in the
+document's metadata as ``source_format``)."""
 _EXTRA = 'pip install "memdb[docs]"'
 _CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
@@ -146,20 +155,28 @@ def _normalise(text: str) -> str:
 
 
 def _html(data: bytes) -> Extracted:
+    text, encoding = decode(data)
+    match = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+    title = html.unescape(" ".join(match.group(1).split())) if match else None
+    return Extracted(_to_markdown(text), "html", title or None, encoding)
+
+
+def _to_markdown(text: str) -> str:
     try:
         import html2text
     except ImportError:
         raise MissingDependency(f"reading HTML needs html2text: {_EXTRA}") from None
-    text, encoding = decode(data)
-    match = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
-    title = html.unescape(" ".join(match.group(1).split())) if match else None
     converter = html2text.HTML2Text()
     converter.body_width = 0
     converter.ignore_images = True
     converter.ignore_links = True
     converter.ignore_emphasis = True
-    return Extracted(_normalise(converter.handle(text)).strip("\n") + "\n", "html",
-                     title or None, encoding)
+    return _normalise(converter.handle(text)).strip("\n") + "\n"
+
+
+def html_to_markdown(data: bytes) -> str:
+    """HTML (or XHTML) bytes as Markdown, by html2text."""
+    return _to_markdown(decode(data)[0])
 
 
 def _pdf(data: bytes) -> Extracted:
@@ -186,7 +203,8 @@ def _pdf(data: bytes) -> Extracted:
 
 
 def extract(data: bytes, fmt: str, name: str) -> Extracted:
-    """The text of a source's bytes in format ``fmt`` (markdown | text | html | pdf)."""
+    """The text of a source's bytes in format ``fmt`` (markdown | text | html | pdf; the
+    :data:`CONVERTED` formats: :func:`._formats.extract`)."""
     if fmt == "pdf":
         result = _pdf(data)
     elif fmt == "html":
@@ -199,6 +217,11 @@ def extract(data: bytes, fmt: str, name: str) -> Extracted:
             h1 = _H1.search(text)
             title = h1.group(1).strip() if h1 else None
         result = Extracted(text, fmt, title, encoding)
+    return finish(result, name)
+
+
+def finish(result: Extracted, name: str) -> Extracted:
+    """``result``, refused when it has no text, titled by the file's stem when untitled."""
     if not result.text.strip():
         raise FileProblem("empty", "no text in the file")
     if result.title is None:

@@ -26,8 +26,13 @@ from typing import Any
 from .. import _validate as v
 from ..errors import InvalidInput
 from ._readers import FORMATS, FileProblem, format_for, not_regular
+from ._sniff import BINARY_FORMATS, sniff_file
 
-__all__ = ["TextSource", "Source", "discover", "file_uri"]
+__all__ = ["TextSource", "Source", "discover", "file_uri", "TEXT_FORMATS"]
+
+TEXT_FORMATS = ("markdown", "text", "csv", "json", "xml")
+"""What a :class:`TextSource` may be: CSV, JSON and XML are converted as files of that
+format are."""
 
 _NO_LIMIT = 2**62
 
@@ -39,7 +44,7 @@ class TextSource:
     id: str
     text: str
     title: str | None = None
-    format: str = "markdown"  # markdown | text
+    format: str = "markdown"  # markdown | text | csv | json | xml (converted to Markdown)
     metadata: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -52,8 +57,9 @@ class TextSource:
         v.optional_text(self.title, "text source title", _NO_LIMIT)
         if self.metadata is not None:
             v.metadata(self.metadata, "text source metadata")
-        if self.format not in ("markdown", "text"):
-            raise InvalidInput("a text source's format must be 'markdown' or 'text'")
+        if self.format not in TEXT_FORMATS:
+            raise InvalidInput("a text source's format must be one of "
+                               + ", ".join(repr(f) for f in TEXT_FORMATS))
 
 
 @dataclass(slots=True)
@@ -119,7 +125,10 @@ def _walk(folder: str, include: Sequence[str], exclude: Sequence[str],
             if include:
                 if not _matches(rel, name, include):
                     continue
-            elif format_for(name) is None:
+            elif format_for(name) is None:  # an unknown suffix: taken when the content is
+                source = _file_source(full, rel, root_real)  # a format memdb reads
+                if source.problem is None and sniff_file(full) in BINARY_FORMATS:
+                    yield source
                 continue
             yield _file_source(full, rel, root_real)
 
@@ -154,7 +163,8 @@ def discover(items: Iterable[Any], *, include: Sequence[str] = (),
              follow_outside_links: bool = False) -> tuple[list[Source], list[str]]:
     """(sources in order, URI prefixes of the folders walked). Files named directly are taken
     whatever their suffix; in folders, files matching ``include`` (default: every supported
-    suffix) and not ``exclude``. With ``root``, relative paths are taken relative to it and
+    suffix, and files of any other suffix whose content is a PDF, Word, PowerPoint, Excel or
+    EPUB file) and not ``exclude``. With ``root``, relative paths are taken relative to it and
     every file must resolve (symlinks followed) inside it; without it, every file must
     resolve inside the folder it was found in (a file named directly: its own folder) unless
     ``follow_outside_links``."""
