@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -158,6 +159,22 @@ def test_another_os_user_cannot_use_the_daemon(home):
     assert out.stdout.strip() == "received b''", (out.stdout, out.stderr)
     assert "4711" not in out.stdout and "四七一一" not in out.stdout
     assert memdb(home, "count").stdout.strip() == "4"  # and it still serves its own user
+
+
+def test_ctrl_c_interrupts_the_command_in_the_daemon(home):
+    """Ctrl-C on the client reaches the command (here blocked reading the client's stdin): it
+    ends as a cold one does ("Aborted!", exit 1), and the daemon serves the next command."""
+    env = {**os.environ, "MEMDB_HOME": str(home), "MEMDB_KEEP_ALIVE": "30"}
+    assert memdb(home, "count").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "memdb.shell", "add", "-", "--subject", "x"],
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # the daemon now waits for stdin
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err.strip()) == (1, "", "Aborted!")
+    assert memdb(home, "count").stdout.strip() == "4"  # nothing added; the daemon still serves
+    assert len(daemons(home)) == 1
 
 
 def test_the_daemon_exits_after_its_keep_alive(home):

@@ -76,8 +76,15 @@ def _start_daemon(path: Path) -> socket.socket | None:
 
 def _request(argv: list[str]) -> bytes:
     streams = (sys.stdin, sys.stdout, sys.stderr)
+    env = dict(os.environ)
+    try:  # stdout's terminal size, which click's help reads (shutil.get_terminal_size)
+        size = os.get_terminal_size(1)
+        env.setdefault("COLUMNS", str(size.columns))
+        env.setdefault("LINES", str(size.lines))
+    except (OSError, ValueError):
+        pass
     return json.dumps({
-        "argv": argv, "env": dict(os.environ), "cwd": os.getcwd(),
+        "argv": argv, "env": env, "cwd": os.getcwd(),
         "tty": [bool(s is not None and s.isatty()) for s in streams],
         "encoding": [getattr(s, "encoding", None) or "utf-8" for s in streams[1:]],
     }).encode("utf-8", "surrogateescape")
@@ -85,41 +92,49 @@ def _request(argv: list[str]) -> bytes:
 
 def _exchange(sock: socket.socket, argv: list[str]) -> int | None:
     """Run ``argv`` on the daemon; its exit status, or None when it ended before starting
-    the command (the caller may then run it itself)."""
+    the command (the caller may then run it itself). Ctrl-C interrupts the command there (a
+    second one leaves it)."""
     w.send(sock, w.REQUEST, _request(argv))
-    started, interrupted = False, 0
-    out, err = sys.stdout.buffer, sys.stderr.buffer
+    state = {"started": False}
+    interrupted = 0
     while True:
         try:
-            kind, data = w.recv(sock)
+            code = _step(sock, state)
         except KeyboardInterrupt:
             interrupted += 1
-            if interrupted > 1 or not started:
+            if interrupted > 1 or not state["started"]:
                 return 130
             w.send(sock, w.INTERRUPT)
             continue
-        except (EOFError, ConnectionError):
-            if not started:
-                return None
-            print("error: the memdb daemon ended during the command (see `memdb server "
-                  "status`)", file=sys.stderr)
-            return 1
-        if kind == STARTED:
-            started = True
-        elif kind == w.OUT:
-            out.write(data)
-            out.flush()
-        elif kind == w.ERR:
-            err.write(data)
-            err.flush()
-        elif kind == w.NEED_IN:
-            try:
-                chunk = os.read(0, int(data))
-            except OSError:
-                chunk = b""
-            w.send(sock, w.IN, chunk)
-        elif kind == w.EXIT:
-            return int(data)
+        if code != -1:
+            return code
+
+
+def _step(sock: socket.socket, state: dict[str, bool]) -> int | None:
+    """Handle one frame from the daemon: -1 to go on, else what :func:`_exchange` returns."""
+    try:
+        kind, data = w.recv(sock)
+    except (EOFError, ConnectionError):
+        if not state["started"]:
+            return None
+        print("error: the memdb daemon ended during the command (its log: "
+              f"{w.socket_path().with_suffix('.log')})", file=sys.stderr)
+        return 1
+    if kind == STARTED:
+        state["started"] = True
+    elif kind in (w.OUT, w.ERR):
+        stream = (sys.stdout if kind == w.OUT else sys.stderr).buffer
+        stream.write(data)
+        stream.flush()
+    elif kind == w.NEED_IN:
+        try:
+            chunk = os.read(0, int(data))
+        except OSError:
+            chunk = b""
+        w.send(sock, w.IN, chunk)
+    elif kind == w.EXIT:
+        return int(data)
+    return -1
 
 
 def forward(argv: list[str]) -> int | None:

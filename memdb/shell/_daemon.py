@@ -11,7 +11,6 @@ embedded server stops unless another process uses it.
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import fcntl
 import io
@@ -92,11 +91,10 @@ class _Command:
             if kind == w.IN:
                 self.chunks.put(data)
                 continue
-            if kind != w.INTERRUPT:  # the client went away: no more stdin either
-                self.chunks.put(b"")
+            self.chunks.put(b"")  # Ctrl-C, or the client went away: no more stdin either
             with self.lock:
-                if self.running.is_set():
-                    _thread.interrupt_main()
+                if self.running.is_set():  # a real SIGINT: it also ends a blocking wait
+                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
             if kind != w.INTERRUPT:
                 return
 
