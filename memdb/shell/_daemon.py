@@ -208,6 +208,17 @@ def serve(path: Path) -> None:
         listener.close()
         path.unlink(missing_ok=True)
         cli.close_kept_stores()
+        _tidy(path)
+
+
+def _tidy(path: Path) -> None:
+    """Remove the lock file (its socket is gone: a new daemon locks a new file) and the log
+    when nothing was written to it."""
+    path.with_suffix(".lock").unlink(missing_ok=True)
+    log = path.with_suffix(".log")
+    with contextlib.suppress(OSError):
+        if log.stat().st_size == 0:
+            log.unlink()
 
 
 def _handle(conn: socket.socket, path: Path, listener: socket.socket, idle: float) -> float:
