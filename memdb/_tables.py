@@ -410,7 +410,7 @@ percepts = sa.Table(
     sa.Index("percepts_sha256_idx", "tenant", "subject", "sha256"),
 )
 
-# revision 0020: the durable job queue (memdb/jobs)
+# revision 0021: the durable job queue (memdb/jobs)
 jobs = sa.Table(
     "jobs", metadata,
     sa.Column("tenant", sa.Text, nullable=False),

@@ -51,6 +51,7 @@ from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .graph import Graph
 from .inputs import MemoryInput, as_input, keyword_index_may_overflow
+from .jobs import Jobs
 from .llm import ChatLLM, llm_from_env
 from .maintenance import Maintenance
 from .meta import MetaMemory
@@ -412,6 +413,12 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def maintenance(self) -> Maintenance:
         """Expiry, forgetting, decay, re-embedding, sedimentation (:mod:`memdb.maintenance`)."""
         return Maintenance(self)
+
+    @functools.cached_property
+    def jobs(self) -> Jobs:
+        """The tenant's durable job queue: enqueue, get, list, wait, cancel, retry
+        (:mod:`memdb.jobs`)."""
+        return Jobs(self)
 
     @functools.cached_property
     def subjects(self) -> Subjects:

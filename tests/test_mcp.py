@@ -25,6 +25,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from memdb import MemoryStore
 from memdb.mcp import TOOLS, Scope, input_schema, streamable_http_app
 from memdb.tool import OPERATIONS as tool_operations
 from memdb.tool import PROPERTIES
@@ -343,8 +344,10 @@ def test_http_two_tenants_at_once_each_sees_only_its_own(served: Served) -> None
 
 
 def test_http_a_key_of_one_tenant_reaches_nothing_of_another_through_any_tool(
-        served: Served) -> None:
+        served: Served, module_db: str) -> None:
     marker = "Ulla's vault combination is 4417"
+    with MemoryStore(module_db, tenant="acme") as acme:  # a job of acme's holding the marker
+        job = str(acme.jobs.enqueue("test.vault", {"text": marker}).id)
 
     async def scenario() -> None:
         async with http_session(served.url, "key-acme") as a:
@@ -362,6 +365,7 @@ def test_http_a_key_of_one_tenant_reaches_nothing_of_another_through_any_tool(
             "context": {"subject": "ulla", "query": "vault combination"},
             "add_document": {"subject": "ulla", "document_id": "vault.md", "text": "# Mine"},
             "ask": {"subject": "ulla", "question": "What is the vault combination?"},
+            "job": {"id": job},
         }
         assert set(calls) == {t.name for t in TOOLS}
         async with http_session(served.url, "key-globex") as b:

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (registers the commands)
     evaluate,
     graph,
     ingest,
+    jobs,
     keys,
     lifecycle,
     mcp,

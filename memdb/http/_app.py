@@ -25,6 +25,7 @@ from ..keys import Binding
 from ..ops import catalog as ops
 from ..search import SearchOptions
 from . import _docs, _errors
+from .jobs import router as jobs_router
 from ._generate import arguments
 from ._limits import BodyLimit
 from ._models import (
@@ -562,7 +563,8 @@ async def read_meta(request: Request, store: Store, agent: str = "default",
     return jsonable(await store.meta.read(agent, limit=_page(request, limit)))
 
 
-FAMILY_ROUTERS = (graph, review, traces, subjects, meta)
+FAMILY_ROUTERS = (graph, review, traces, subjects, meta,
+                  jobs_router(tenant_store, ERROR_RESPONSES))
 
 
 # -- admin and service ----------------------------------------------------------------------

@@ -288,6 +288,8 @@ async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
         answer = await store.documents.ask(args["question"], args["k"],
                                            include_memories=args["include_memories"], **where)
         return answer.to_dict()
+    if name == "job":
+        return {"job": (await store.jobs.get(args["id"])).to_json()}
     raise InvalidInput(f"unknown tool {name!r}")  # pragma: no cover (check_arguments)
 
 

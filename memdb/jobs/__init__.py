@@ -1,0 +1,19 @@
+"""memdb's durable job queue in PostgreSQL (docs/jobs.md).
+
+- ``store.jobs`` (:class:`Jobs`): enqueue, get, list, wait, cancel, retry, stats of the
+  store's tenant's jobs;
+- :data:`handlers` (a :class:`Registry`): the function run for each job kind, inside the
+  job's transaction (:class:`JobContext`);
+- :class:`Worker`: claims jobs across tenants (fairly, with leases), runs them, records
+  failures with backoff; ``memdb worker`` runs one.
+"""
+
+from ._models import FINISHED, PENDING, STATES, Job, PermanentFailure, QueueFull
+from ._queue import CHANNEL, DEFAULT_MAX_PENDING, enqueue
+from ._registry import Handler, Registry, handlers
+from ._worker import JobContext, Worker
+from .family import Jobs
+
+__all__ = ["Job", "Jobs", "JobContext", "Worker", "Registry", "Handler", "handlers",
+           "QueueFull", "PermanentFailure", "STATES", "FINISHED", "PENDING", "CHANNEL",
+           "DEFAULT_MAX_PENDING", "enqueue"]
