@@ -121,8 +121,10 @@ FROM_FILES = ("document_id", "text", "title", "format", "category")
                            "help": "Most tokens in a parent section "
                                    "(documents search --parents)."}),
     (["--include"], {"multiple": True, "metavar": "GLOB",
-                     "help": "In folders, only files matching (repeatable; default: .md .markdown "
-                             ".txt .rst .html .htm .pdf ...)."}),
+                     "help": "In folders, only files matching (repeatable; default: every "
+                             "supported suffix, .md .txt .html .pdf .docx .pptx .xlsx .csv "
+                             ".epub .json .xml ..., and files whose content is PDF, Word, "
+                             "PowerPoint, Excel or EPUB)."}),
     (["--exclude"], {"multiple": True, "metavar": "GLOB",
                      "help": "In folders, skip files and folders matching (repeatable)."}),
     (["--root"], {"help": "Refuse files that resolve outside this folder (default: each "
@@ -142,8 +144,8 @@ FROM_FILES = ("document_id", "text", "title", "format", "category")
 @json_option
 def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
            tags: list[str] | None, text_id: str | None, quiet: bool, **opts: Any) -> None:
-    """Ingest files and folders (Markdown, text, HTML, PDF) as documents whose chunks are
-    searchable memories.
+    """Ingest files and folders (Markdown, text, HTML, PDF, Word, PowerPoint, Excel, CSV,
+    EPUB, JSON, XML) as documents whose chunks are searchable memories.
 
     Unchanged files are skipped; changed ones have their chunks replaced atomically. A
     problem with one file is reported and the rest go on; the exit status is 1 if any
