@@ -241,8 +241,11 @@ def test_text_sources_in_csv_json_and_xml_are_converted(hstore, raw):
 
     csv_text = "city,note\nBerlin,the office moves in May\n上海,办公室五月搬迁\n"
     sources = [TextSource("kb:offices", csv_text, format="csv", metadata={"lang": "mixed"}),
-               TextSource("kb:ops", json.dumps({"oncall": {"primary": "Ana 安娜"}}),
-                          format="json"),
+               TextSource("kb:ops", json.dumps({
+                   "oncall": {"primary": "Ana 安娜"},
+                   "staff": [{"name": "Li 李", "duty": "数据库值班"},  # records: a table
+                             {"name": "Bo", "duty": "network on-call", "pager": True}]}),
+                   format="json"),
                TextSource("kb:feed", "<feed><entry id='e1'><t>deploy freeze</t></entry></feed>",
                           format="xml")]
     report = hstore.documents.ingest(sources)
@@ -250,6 +253,7 @@ def test_text_sources_in_csv_json_and_xml_are_converted(hstore, raw):
     assert [f.format for f in report.files] == ["csv", "json", "xml"]
     for query, uri, where in (("办公室五月搬迁", "kb:offices", ("rows 1–3",)),
                               ("Ana 安娜", "kb:ops", ("oncall",)),
+                              ("数据库值班", "kb:ops", ("staff", "staff[0–1]")),
                               ("deploy freeze", "kb:feed", ("feed", "entry e1"))):
         hit = hstore.documents.search(query, k=1, routes=["bm25"])[0]
         assert (hit.citation.uri, hit.citation.heading_path) == (uri, where)

@@ -3,7 +3,8 @@
 - CSV (``.csv``, ``.tsv``; the delimiter sniffed): sections of rows under ``## rows 1–20``
   headings, the header row repeated in each (:mod:`._tabular`).
 - JSON (``.json``; JSON Lines too): an object's keys become headings (``users``, then
-  ``users[3]`` for the items of a list of objects), scalars ``key: value`` lines.
+  ``users[3]`` for the items of a list of nested objects), scalars ``key: value`` lines; a
+  list of flat objects (records) is a table, in sections headed ``users[0–19]``.
 - XML (``.xml``, parsed by defusedxml: entity declarations and external references are
   refused as ``unsafe``): an element with children becomes a heading (its tag, plus its
   ``id``/``name``/``title`` attribute), a leaf a ``tag: text`` line.
@@ -85,11 +86,33 @@ def _json_blocks(value: Any, name: str, level: int) -> Iterator[str]:
         if _flat(value):
             yield plain(_line(name or "items", value))
             return
+        if all(isinstance(v, dict) and all(_flat(x) for x in v.values()) for v in value):
+            yield from _records(value, name or "items", level)  # records: a table
+            return
         for i, item in enumerate(value):
             yield heading(level, f"{name}[{i}]")
             yield from _json_blocks(item, f"{name}[{i}]", level + 1)
     else:
         yield plain(_scalar(value))
+
+
+def _records(items: list[dict[str, Any]], name: str, level: int) -> Iterator[str]:
+    """A list of flat objects as table sections of at most 20 items, headed by the items'
+    indexes (``services[20–39]``), their keys as the header row."""
+    keys = list(dict.fromkeys(str(k) for item in items for k in item))
+
+    def text(v: Any) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, list):
+            return ", ".join(_scalar(x) for x in v)
+        return v if isinstance(v, str) else _scalar(v)
+
+    rows = [(0, keys), *((i + 1, [text(item.get(k)) for k in keys])
+                         for i, item in enumerate(items))]
+    sections, _ = row_sections(rows, lambda r0, r1, c0, c1: f"{name}[{max(r0, 1) - 1}–{r1 - 1}]",
+                               level=level, what="JSON array")
+    yield from sections
 
 
 def json_file(data: bytes) -> Extracted:
