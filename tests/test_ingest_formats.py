@@ -81,11 +81,12 @@ def test_format_is_decided_by_content_not_suffix(hstore, tmp_path, raw):
     with zipfile.ZipFile(folder / "archive.bin", "w") as zf:  # a zip that is no document
         zf.writestr("a.txt", "not a document")
     (folder / "random.dat").write_bytes(b"\x00\x01binary")  # unknown: skipped as before
+    (folder / "pdf-notes.md").write_text("# PDF\n\nFiles start with %PDF-1.7.\n")  # text
     report = hstore.documents.ingest([folder])
     files = _by_name(report)
-    assert set(files) == {"minutes.txt", "ledger", "deck.bin"}
+    assert set(files) == {"minutes.txt", "ledger", "deck.bin", "pdf-notes.md"}
     assert {n: f.format for n, f in files.items()} == {
-        "minutes.txt": "docx", "ledger": "xlsx", "deck.bin": "pptx"}
+        "minutes.txt": "docx", "ledger": "xlsx", "deck.bin": "pptx", "pdf-notes.md": "markdown"}
     assert all(f.status == "created" for f in files.values())
     hit = hstore.documents.search(of.ZH["xlsx"], k=1, routes=["bm25"])[0]
     assert hit.citation.uri.endswith("/ledger")

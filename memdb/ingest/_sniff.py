@@ -41,7 +41,9 @@ _SIGNATURES = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
 
 
 def _pdf(head: bytes) -> bool:
-    return b"%PDF-" in head[:1024]  # the header may follow a little junk, as readers allow
+    # at the start (after whitespace): a text that merely mentions "%PDF-" stays text; a
+    # .pdf with junk before its header is still read as the PDF its suffix says
+    return head[:1024].lstrip(b" \t\r\n\x0c\x00").startswith(b"%PDF-")
 
 
 def _zip_format(names: set[str], mimetype: bytes) -> str:
