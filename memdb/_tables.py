@@ -382,7 +382,7 @@ api_keys = sa.Table(
     sa.Index("api_keys_tenant_idx", "tenant"),
 )
 
-# revision 0020: perceptual memory (what an image's, audio's or video's memory was derived from)
+# revision 0022: perceptual memory (what an image's, audio's or video's memory was derived from)
 percepts = sa.Table(
     "percepts", metadata,
     sa.Column("tenant", sa.Text, nullable=False),

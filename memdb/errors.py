@@ -16,6 +16,8 @@ __all__ = [
     "InvalidInput",
     "DimensionMismatch",
     "TooLarge",
+    "UnsupportedFormat",
+    "MalformedFile",
     "NotFound",
     "Forbidden",
     "Conflict",
@@ -48,6 +50,15 @@ class TooLarge(InvalidInput):
     """The call asks for more work than its limit allows (an ingest over ``max_chunks``, as
     the HTTP and MCP doors set per request); it is refused before any work: nothing was
     embedded or changed."""
+
+
+class UnsupportedFormat(InvalidInput):
+    """A file whose content (not its name) is of no format memdb reads; nothing was written."""
+
+
+class MalformedFile(InvalidInput):
+    """A file of a supported format that cannot be decoded (truncated, corrupt); nothing was
+    written."""
 
 
 class NotFound(MemdbError, LookupError):

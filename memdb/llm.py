@@ -7,11 +7,12 @@ client's default), ``MEMDB_LLM_API_KEY``, ``MEMDB_LLM_MODEL``, ``MEMDB_LLM_TIMEO
 default 120: the ceiling of every request).
 
 The model's reply is untrusted input. Each call names its **path** (one of :data:`PATHS`:
-remember, planner, decompose, summary, answer, mqe, hyde, rerank, graph, task_end), which sizes it:
-``max_tokens`` (a stop on token loops) and a timeout (a hard bound on the whole call, retries
-included), from :data:`DEFAULT_LIMITS`, overridden per path by ``MEMDB_LLM_TIMEOUT_<PATH>`` and
-``MEMDB_LLM_MAX_TOKENS_<PATH>`` (e.g. ``MEMDB_LLM_TIMEOUT_REMEMBER=90``) or the ``limits=``
-argument. A JSON path sends its JSON schema as ``response_format={"type": "json_schema", ...}``
+remember, planner, decompose, summary, answer, mqe, hyde, rerank, graph, task_end, caption),
+which sizes it: ``max_tokens`` (a stop on token loops) and a timeout (a hard bound on the whole
+call, retries included), from :data:`DEFAULT_LIMITS`, overridden per path by
+``MEMDB_LLM_TIMEOUT_<PATH>`` and ``MEMDB_LLM_MAX_TOKENS_<PATH>`` (e.g.
+``MEMDB_LLM_TIMEOUT_REMEMBER=90``) or the ``limits=`` argument. A JSON path sends its JSON
+schema as ``response_format={"type": "json_schema", ...}``
 (schema-constrained decoding on servers that support it: OpenAI, llama.cpp's server, vLLM);
 a server that rejects it (HTTP 400/422) is asked again with ``{"type": "json_object"}``, then
 without a response format, and the client remembers what the server took. A reply cut off at
@@ -66,6 +67,7 @@ DEFAULT_LIMITS: dict[str, PathLimits] = {
     "rerank": PathLimits(20.0, 120),
     "graph": PathLimits(30.0, 400),
     "task_end": PathLimits(30.0, 200),
+    "caption": PathLimits(60.0, 200),
 }
 PATHS = tuple(DEFAULT_LIMITS)
 # legacy names still honoured for their path (after MEMDB_LLM_TIMEOUT_<PATH>)

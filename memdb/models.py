@@ -30,6 +30,9 @@ class Kind(enum.StrEnum):
     EPISODIC = "episodic"
     SEMANTIC = "semantic"
     PROCEDURAL = "procedural"
+    # made from an image (later audio, video) by store.perceive: its content is the text found
+    # in it; memdb.percepts describes the file
+    PERCEPTUAL = "perceptual"
 
 
 class Category(enum.StrEnum):
@@ -104,6 +107,8 @@ class Memory:
     # the classification rules' version when the category was classified at write
     # (memdb.classify); None when the category was given explicitly
     tag_version: int | None = None
+    # what a perceptual memory was made from: 'image' (later 'audio', 'video'); None for text
+    modality: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Memory:
@@ -114,6 +119,9 @@ class Memory:
         values["category"] = Category(row["category"])
         values["source_type"] = SourceType(row["source_type"])
         values["tags"] = tuple(row["tags"] or ())
+        if values["kind"] is Kind.PERCEPTUAL:
+            modality = (row.get("metadata") or {}).get("modality")
+            values["modality"] = modality if isinstance(modality, str) else None
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

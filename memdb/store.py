@@ -65,6 +65,7 @@ from .models import (
     SourceType,
 )
 from .ops.catalog import MAX_K  # declared once, with the operations
+from .perceive import Perceived, Percepts, perceive
 from .recall import RecallMixin
 from .replica import DEFAULT_TIMEOUT, ReadReplica, check_consistency, check_timeout
 from .review import Review
@@ -421,6 +422,12 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         return Jobs(self)
 
     @functools.cached_property
+    def percepts(self) -> Percepts:
+        """What perceptual memories were made from: description, thumbnail, bytes
+        (:mod:`memdb.perceive`)."""
+        return Percepts(self)
+
+    @functools.cached_property
     def subjects(self) -> Subjects:
         """One subject's summary, export and erasure (:mod:`memdb.subjects`)."""
         return Subjects(self)
@@ -600,6 +607,28 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                 _bridge.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         return [_result(row, decision, dry_run, deferred=n in deferred)
                 for n, (row, (_item, decision)) in enumerate(zip(rows, todo, strict=True))]
+
+    def perceive(self, source: str | os.PathLike[str] | bytes, *, subject: str | None = None,
+                 name: str | None = None, ref: str | None = None, ocr: str | None = None,
+                 caption: bool | ChatLLM = True, keep_bytes: int | None = None,
+                 max_bytes: int | None = None, tags: Sequence[str] | None = None,
+                 metadata: dict[str, Any] | None = None, importance: float | None = None,
+                 reason: str | None = None) -> Perceived:
+        """Remember an image (a path, or its bytes) as a perceptual memory: its content is
+        the text OCR finds in it (Chinese and English) and a caption from the vision model
+        ``MEMDB_VISION_MODEL`` configures, if any; its time is the EXIF time taken; the file
+        is described in ``memdb.percepts`` (sha256, MIME type from the content, size,
+        dimensions, reference, bytes up to ``keep_bytes``, thumbnail, EXIF place). Hostile or
+        unreadable files are refused (UnsupportedFormat, MalformedFile, TooLarge) before
+        anything is written. See :func:`memdb.perceive.perceive` for the options.
+
+        >>> store.perceive("receipt.jpg", subject="alice").text       # doctest: +SKIP
+        '发票总额为四千二百八十元'
+        """
+        v.reason(reason)
+        return perceive(self.core, source, subject=subject, name=name, ref=ref, ocr=ocr,
+                        caption=caption, keep_bytes=keep_bytes, max_bytes=max_bytes,
+                        tags=tags, metadata=metadata, importance=importance, reason=reason)
 
     @_reads_on_primary
     def update(self, memory_id: UUID | str, *, reason: str | None = None,

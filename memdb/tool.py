@@ -166,10 +166,13 @@ def _short(text: str) -> str:
 
 def hit_result(hit: Any) -> dict[str, Any]:
     """One search hit as the tool (and the MCP search tool) returns it: compact, the content
-    cut to MAX_RESULT_CHARS."""
-    return {"id": str(hit.memory.id), "content": _short(hit.memory.content),
-            "category": hit.memory.category.value, "kind": hit.memory.kind.value,
-            "importance": round(hit.memory.importance, 2), "score": round(hit.score, 4)}
+    cut to MAX_RESULT_CHARS; ``modality`` (image...) for a perceptual memory."""
+    out = {"id": str(hit.memory.id), "content": _short(hit.memory.content),
+           "category": hit.memory.category.value, "kind": hit.memory.kind.value,
+           "importance": round(hit.memory.importance, 2), "score": round(hit.score, 4)}
+    if hit.memory.modality is not None:  # a perceptual memory: the text found in an image
+        out["modality"] = hit.memory.modality
+    return out
 
 
 class MemoryTool:

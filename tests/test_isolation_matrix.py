@@ -39,6 +39,7 @@ from psycopg.types.json import Jsonb
 from memdb import MemoryStore, _sql
 from memdb.ingest import TextSource
 from tests.app_login import app_login
+from tests.image_factory import text_image
 
 ROOT = Path(__file__).resolve().parent.parent
 TENANTS = ("acme", "globex")
@@ -71,13 +72,14 @@ EXPECTED: dict[str, dict[str, str]] = {
     "entity_mentions": OWN,
     "entity_relations": OWN,
     "item_vectors": OWN,
+    "percepts": OWN,
     "api_keys": dict.fromkeys(OPS, DENIED),  # revision 0012: only the admin keeps keys
 }
 # grouped as in docs/isolation.md: tables whose rows are all OWN share one line
 _GROUPS = [
     ("memories", "memory_usage", "review_queue", "sediment_runs", "documents",
      "document_chunks", "sessions", "session_messages", "entities", "entity_mentions",
-     "entity_relations", "item_vectors"),
+     "entity_relations", "item_vectors", "percepts"),
     ("memory_history",), ("retrieval_traces",), ("bm25_terms", "bm25_stats", "api_keys"),
     ("embedding_spaces",),
 ]
@@ -114,6 +116,8 @@ def _seed(dsn: str, embedder) -> None:
 
                 MemdbStore(store=store).put(("kb",), "k", {"t": f"{subject} 笔记"},
                                             index=["t"])                 # item_vectors
+                store.perceive(text_image(f"{subject} 笔记", lang="zh", size=24),  # percepts
+                               ocr="none", caption=False)
     with psycopg.connect(dsn, autocommit=True) as conn:
         for tenant in TENANTS:
             for subject in SUBJECTS:

@@ -7,6 +7,7 @@ loopback port. Nothing calls the handlers directly.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -29,6 +30,7 @@ from memdb import MemoryStore
 from memdb.mcp import TOOLS, Scope, input_schema, streamable_http_app
 from memdb.tool import OPERATIONS as tool_operations
 from memdb.tool import PROPERTIES
+from tests.image_factory import text_image
 
 SCRIPT = str(Path(sys.executable).with_name("memdb"))
 
@@ -365,6 +367,8 @@ def test_http_a_key_of_one_tenant_reaches_nothing_of_another_through_any_tool(
             "context": {"subject": "ulla", "query": "vault combination"},
             "add_document": {"subject": "ulla", "document_id": "vault.md", "text": "# Mine"},
             "ask": {"subject": "ulla", "question": "What is the vault combination?"},
+            "remember_image": {"subject": "ulla", "image_base64": base64.b64encode(
+                text_image("Ulla's chess club", size=24)).decode()},
             "job": {"id": job},
         }
         assert set(calls) == {t.name for t in TOOLS}

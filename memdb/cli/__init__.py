@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (registers the commands)
     demo,
     embeddings,
     evaluate,
+    files,
     graph,
     ingest,
     jobs,

@@ -68,6 +68,8 @@ from ._responses import (
 )
 from ._settings import ServerSettings
 from ._state import DoorState
+from .files import PREFIX as FILES_PREFIX
+from .files import router as files_router
 
 __all__ = ["create_app"]
 
@@ -564,7 +566,8 @@ async def read_meta(request: Request, store: Store, agent: str = "default",
 
 
 FAMILY_ROUTERS = (graph, review, traces, subjects, meta,
-                  jobs_router(tenant_store, ERROR_RESPONSES))
+                  jobs_router(tenant_store, ERROR_RESPONSES),
+                  files_router(tenant_store, ERROR_RESPONSES))
 
 
 # -- admin and service ----------------------------------------------------------------------
@@ -675,7 +678,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                            allow_methods=["GET", "POST", "PATCH", "PUT", "DELETE"],
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"])
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
+                       prefixes={FILES_PREFIX: settings.max_file_bytes})
     if mcp_app is not None:  # the MCP app routes /mcp itself: handed the request as it is
         from starlette.routing import Route
 

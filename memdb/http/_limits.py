@@ -23,13 +23,22 @@ class _TooLarge(Exception):
 
 class BodyLimit:
     """Refuses a request whose body is over ``limit`` bytes with 413, by its Content-Length
-    before reading anything, else while it streams in (chunked bodies)."""
+    before reading anything, else while it streams in (chunked bodies). ``prefixes`` gives
+    paths starting with a prefix a limit of their own (file uploads)."""
 
-    def __init__(self, app: Any, limit: int) -> None:
+    def __init__(self, app: Any, limit: int, prefixes: dict[str, int] | None = None) -> None:
         self.app, self.limit = app, limit
+        self.prefixes = dict(prefixes or {})
 
-    async def _refuse(self, send: Any) -> None:
-        body = error_body("PayloadTooLarge", f"the request body is over {self.limit} bytes")
+    def _limit(self, scope: Any) -> int:
+        path = scope.get("path", "")
+        for prefix, limit in self.prefixes.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                return limit
+        return self.limit
+
+    async def _refuse(self, send: Any, limit: int) -> None:
+        body = error_body("PayloadTooLarge", f"the request body is over {limit} bytes")
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode())]})
@@ -39,14 +48,15 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self._limit(scope)
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
                     declared = 0
-                if declared > self.limit:
-                    await self._refuse(send)
+                if declared > limit:
+                    await self._refuse(send, limit)
                     return
         seen = 0
         started = refused = False
@@ -56,12 +66,12 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
+                if seen > limit:
                     # answer now: the framework may turn any error raised while it reads the
                     # body into a 400 of its own, which tracking_send then drops
                     if not started and not refused:
                         refused = True
-                        await self._refuse(send)
+                        await self._refuse(send, limit)
                     raise _TooLarge
             return message
 
@@ -77,7 +87,7 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started and not refused:
-                await self._refuse(send)
+                await self._refuse(send, limit)
 
 
 class RateLimiter:

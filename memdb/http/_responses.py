@@ -51,6 +51,8 @@ class MemoryOut(_Out):
     expires_at: str | None = None
     version: int
     status: str
+    # 'image' for a perceptual memory (made from an image by POST /v1/files), else null
+    modality: str | None = None
 
 
 class AddOut(_Out):

@@ -26,7 +26,9 @@ class ServerSettings:
     ``ui``: also serve the memory browser's pages under /ui (:mod:`memdb.ui`).
     ``max_ingest_chunks``: the most chunks one document-ingest request (``POST /v1/documents``,
     the MCP tool ``add_document``) may write; more is refused with 413 before anything is
-    embedded (bigger documents: the CLI's ``memdb documents ingest``, or a higher limit)."""
+    embedded (bigger documents: the CLI's ``memdb documents ingest``, or a higher limit).
+    ``max_file_bytes``: the largest upload to ``POST /v1/files`` (413 above; the other routes
+    keep ``max_body_bytes``)."""
 
     dsn: str | None = None
     admin_dsn: str | None = None
@@ -45,3 +47,4 @@ class ServerSettings:
     host: str = "127.0.0.1"
     ui: bool = False
     max_ingest_chunks: int = 64
+    max_file_bytes: int = 25 * 1024 * 1024

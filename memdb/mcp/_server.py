@@ -13,6 +13,8 @@ gate refusing a memory, a database error) is a tool result with ``isError`` and
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import time
@@ -290,6 +292,15 @@ async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
         return answer.to_dict()
     if name == "job":
         return {"job": (await store.jobs.get(args["id"])).to_json()}
+    if name == "remember_image":
+        try:
+            data = base64.b64decode(args["image_base64"], validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInput("image_base64 is not valid base64") from None
+        got = await store.perceive(data, subject=subject or "default", name=args.get("name"),
+                                   caption=args["caption"], tags=args.get("tags"),
+                                   reason=args.get("reason"))
+        return got.to_dict()
     raise InvalidInput(f"unknown tool {name!r}")  # pragma: no cover (check_arguments)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..ops import Operation
 from ..ops import catalog as ops
+from ..ops import files as file_ops
 from ..ops import jobs as job_ops
 
 __all__ = ["ToolSpec", "TOOLS", "tool_specs", "input_schema", "check_arguments",
@@ -77,6 +78,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     _tool(ops.ADD_DOCUMENT),
     _tool(ops.ASK),
     _tool(job_ops.JOB),
+    _tool(file_ops.PERCEIVE),
 )
 _BY_NAME = {t.name: t for t in TOOLS}
 

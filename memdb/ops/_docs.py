@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ._operation import Operation
 from .catalog import OPERATIONS
+from .files import FILE_OPERATIONS
 from .jobs import JOB_OPERATIONS
 from .search_options import SEARCH_OPTIONS
 
@@ -59,6 +60,6 @@ def _search_options() -> str:
 
 def render() -> str:
     """The page's Markdown."""
-    return (_HEAD + "\n" + "\n\n".join(_operation(op) for op in OPERATIONS + JOB_OPERATIONS)
-            + "\n\n"
+    every = OPERATIONS + JOB_OPERATIONS + FILE_OPERATIONS
+    return (_HEAD + "\n" + "\n\n".join(_operation(op) for op in every) + "\n\n"
             + _search_options() + "\n")

@@ -30,8 +30,9 @@ MAX_BUDGET_TOKENS = 32_000  # one context block (the MCP tool's bound)
 MAX_DOCUMENT_CHARS = 200_000  # one document sent in a call (MCP add_document)
 
 _CATEGORIES = tuple(c.value for c in Category)
-_KINDS = ("semantic", "episodic", "procedural", "working")
-assert set(_KINDS) == {k.value for k in Kind}
+_KINDS = ("semantic", "episodic", "procedural", "working")  # what add writes
+_ALL_KINDS = _KINDS + ("perceptual",)  # perceptual memories are made by perceive
+assert set(_ALL_KINDS) == {k.value for k in Kind}
 _READ = ("InvalidInput", "Forbidden", "DatabaseUnavailable")
 _ONE = ("InvalidInput", "NotFound", "Forbidden", "DatabaseUnavailable")
 _WRITE = ("InvalidInput", "Rejected", "Forbidden", "DatabaseUnavailable")
@@ -99,8 +100,8 @@ RECALL = Operation(
     (QUERY, K, SUBJECT,
      Param("categories", "str_list", "Only memories of these categories.",
            choices=_CATEGORIES, max_items=len(_CATEGORIES), flags=("--category",)),
-     Param("kinds", "str_list", "Only memories of these kinds.", choices=_KINDS,
-           max_items=len(_KINDS), flags=("--kind",)),
+     Param("kinds", "str_list", "Only memories of these kinds.", choices=_ALL_KINDS,
+           max_items=len(_ALL_KINDS), flags=("--kind",)),
      Param("tags_all", "str_list", "Only memories carrying all of these tags.",
            max_items=MAX_TAGS, item_max_length=MAX_TAG_CHARS, flags=("--tag",)),
      Param("uri_prefix", "str", "Only memories whose mem:// URI starts with this, e.g. "

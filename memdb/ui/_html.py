@@ -45,7 +45,7 @@ def tag(name: str, /, *children: Any, **attrs: Any) -> Markup:
         key = key.rstrip("_").replace("_", "-")
         parts.append(key if value is True else f'{key}="{esc(value)}"')
     opening = "<" + " ".join(parts) + ">"
-    if name in ("input", "br", "meta", "hr"):
+    if name in ("input", "br", "meta", "hr", "img"):
         return Markup(opening)
     return Markup(opening + _children(children) + f"</{name}>")
 

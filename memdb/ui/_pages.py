@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import math
@@ -414,6 +415,7 @@ async def memory_page(request: Request, ref: str) -> Response:
                                       f" (version {(h.after or h.before or {}).get('version')})")
                                for h in history], class_="timeline")
         body = [tag("p", text(m.content, "span"), style="font-size:1.2em"),
+                await _percept(ctx.store, m),
                 _table(["Field", "Value"], fields),
                 tag("h2", "Versions (the supersede chain)"),
                 tag("ol", [tag("li", tag("b", c.valid_from.strftime("%Y-%m-%d %H:%M:%S")),
@@ -430,6 +432,30 @@ async def memory_page(request: Request, ref: str) -> Response:
                 if entities else tag("p", "No entity links.", class_="muted"),
                 tag("h2", "Metadata"), _pre(m.metadata)]
         return ctx.page("Memory", body)
+
+
+async def _percept(store: Any, memory: Any) -> Markup:
+    """A perceptual memory's image: its thumbnail (inline, a data: URI the page's CSP
+    allows), the text found in it, its caption and what the file was; nothing for others."""
+    if memory.modality is None:
+        return Markup("")
+    try:
+        row = await store.percepts.get(memory.id)
+        thumb = await store.percepts.thumbnail(memory.id)
+    except NotFound:
+        return tag("p", "The image's file row is gone.", class_="muted")
+    src = "data:image/jpeg;base64," + base64.b64encode(thumb).decode("ascii")
+    place = (f"{row['latitude']:.5f}, {row['longitude']:.5f}"
+             if row["latitude"] is not None else "")
+    facts = [["File", f"{row['mime']}, {row['width']}×{row['height']} px, "
+                      f"{row['size_bytes']} bytes"],
+             ["Text found in it (OCR)", text(row["ocr_text"] or "(none)", "pre")],
+             ["Caption", text(row["caption"] or "(none)")],
+             ["Taken", row["taken_at"].isoformat() if row["taken_at"] else ""],
+             ["Place", place], ["sha256", row["sha256"]], ["Reference", row["ref"] or ""]]
+    return tag("div", tag("h2", f"Image ({row['modality']})"),
+               tag("img", src=src, alt="thumbnail of the image", class_="thumb"),
+               _table(["", ""], facts))
 
 
 def _created_by(memory: Any, history: list[Any]) -> str:
