@@ -25,6 +25,7 @@ TENANT_TABLES = {
     "memories", "memory_history", "bm25_terms", "bm25_stats", "memory_usage", "review_queue",
     "sediment_runs", "documents", "document_chunks", "sessions", "session_messages",
     "retrieval_traces", "entities", "entity_mentions", "entity_relations", "item_vectors",
+    "jobs",
     "percepts",
 }
 REFERENCE_TABLES = {"embedding_spaces", "api_keys"}

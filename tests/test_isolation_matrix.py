@@ -73,6 +73,10 @@ EXPECTED: dict[str, dict[str, str]] = {
     "entity_relations": OWN,
     "item_vectors": OWN,
     "percepts": OWN,
+    # revision 0021: the job queue is per tenant (no subject); jobs are never deleted by the
+    # application role (they finish or are cancelled)
+    "jobs": {"read": "T / T / 0", "insert": "T / T / 0", "update": "T / T / 0",
+             "delete": DENIED},
     "api_keys": dict.fromkeys(OPS, DENIED),  # revision 0012: only the admin keeps keys
 }
 # grouped as in docs/isolation.md: tables whose rows are all OWN share one line
@@ -80,7 +84,8 @@ _GROUPS = [
     ("memories", "memory_usage", "review_queue", "sediment_runs", "documents",
      "document_chunks", "sessions", "session_messages", "entities", "entity_mentions",
      "entity_relations", "item_vectors", "percepts"),
-    ("memory_history",), ("retrieval_traces",), ("bm25_terms", "bm25_stats", "api_keys"),
+    ("memory_history",), ("retrieval_traces",), ("jobs",),
+    ("bm25_terms", "bm25_stats", "api_keys"),
     ("embedding_spaces",),
 ]
 
@@ -116,6 +121,7 @@ def _seed(dsn: str, embedder) -> None:
 
                 MemdbStore(store=store).put(("kb",), "k", {"t": f"{subject} 笔记"},
                                             index=["t"])                 # item_vectors
+                store.jobs.enqueue("test.seed", {"subject": subject})        # jobs
                 store.perceive(text_image(f"{subject} 笔记", lang="zh", size=24),  # percepts
                                ocr="none", caption=False)
     with psycopg.connect(dsn, autocommit=True) as conn:
