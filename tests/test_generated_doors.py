@@ -19,12 +19,14 @@ from memdb.errors import InvalidInput
 from memdb.http import ServerSettings
 from memdb.http._app import create_app
 from memdb.http._generate import arguments, request_model
-from memdb.ops import OPERATIONS, Operation
+from memdb.ops import DECLARED, Operation
 from memdb.ops import catalog as ops
+from memdb.ops import families as fam
 
 # Declared parameters a door takes in a form of its own (the reason is beside each in the code):
 # the CLI and HTTP take every provenance as --source-type/source_type, the memory of update and
-# delete by id or URI (get's parameter, the path at HTTP), and the CLI ingests files.
+# delete by id or URI (get's parameter, the path at HTTP), and the CLI ingests files. A route's
+# path parameters (the session, the review entry...) are read from its OpenAPI document.
 CLI_OWN = {"add": {"source"}, "update": {"id", "source"}, "delete": {"id"},
            "add_document": {"document_id", "text", "title", "format", "category"}}
 HTTP_OWN = {"add": {"source"}, "update": {"id", "source"}, "delete": {"id"},
@@ -39,20 +41,46 @@ def _command(path: str) -> click.Command:
 
 
 def _cli_ops() -> list[Operation]:
-    return [op for op in OPERATIONS if op.door("cli")]
+    return [op for op in DECLARED if op.door("cli")]
 
 
 def _http_ops() -> list[Operation]:
-    return [op for op in OPERATIONS if op.door("http")]
+    return [op for op in DECLARED if op.door("http")]
+
+
+_FAMILIES = {"session_list", "session_get", "session_append", "session_delete", "history",
+             "graph_neighbors", "review_list", "review_approve", "review_reject", "traces_list",
+             "trace_get", "traces_purge", "traces_erase", "subject_export", "subject_forget",
+             "meta_read"}
 
 
 def test_every_declared_operation_has_a_cli_command_and_an_http_route():
     assert {op.name for op in _cli_ops()} == {
         "add", "search", "recall", "get", "update", "delete", "context", "add_document", "ask",
-        "summary", "consolidate"}
+        "summary", "consolidate"} | _FAMILIES
     assert {op.name for op in _http_ops()} == {
         "add", "search", "recall", "get", "update", "delete", "context", "add_document", "ask",
-        "summary"}
+        "summary"} | _FAMILIES
+
+
+def test_each_declared_door_exists_once():
+    """Every CLI command and HTTP route a declaration names exists, and no two declarations
+    name the same one."""
+    routes = {f"{m.upper()} {path}" for path, item in create_app(
+        ServerSettings(dsn="postgresql://nowhere/none")).openapi()["paths"].items()
+        for m in item}
+    for door in ("cli", "http"):
+        named = [op.door(door) for op in DECLARED if op.door(door)]
+        assert len(named) == len(set(named)), door
+    for op in _cli_ops():
+        assert isinstance(_command(op.door("cli")), click.Command), op.name
+    assert {op.door("http") for op in _http_ops()} <= routes
+
+
+def test_the_session_roles_are_the_family_s():
+    from memdb.session import ROLES
+
+    assert fam.ROLES == ROLES
 
 
 @pytest.mark.parametrize("op", _cli_ops(), ids=lambda op: op.name)
@@ -97,6 +125,12 @@ def _request_schema(openapi: dict[str, Any], op: Operation) -> dict[str, Any]:
             for p in route.get("parameters", []) if p["in"] == "query"}
 
 
+def _path_params(openapi: dict[str, Any], op: Operation) -> set[str]:
+    method, path = op.door("http").split()
+    route = openapi["paths"][path][method.lower()]
+    return {p["name"] for p in route.get("parameters", []) if p["in"] == "path"}
+
+
 @pytest.fixture(scope="module")
 def openapi() -> dict[str, Any]:
     return create_app(ServerSettings(dsn="postgresql://nowhere/none")).openapi()
@@ -105,9 +139,12 @@ def openapi() -> dict[str, Any]:
 @pytest.mark.parametrize("op", _http_ops(), ids=lambda op: op.name)
 def test_each_route_s_openapi_carries_the_declared_ranges_and_defaults(openapi, op):
     fields = _request_schema(openapi, op)
-    own = HTTP_OWN.get(op.name, set())
+    own = HTTP_OWN.get(op.name, set()) | _path_params(openapi, op)
     for param in op.params:
         if param.name in own:
+            continue
+        if param.name not in fields:  # the path's parameter, under the route's own name
+            assert param.argument and param.required and _path_params(openapi, op), param.name
             continue
         field = fields[param.name]
         declared = param.schema()
@@ -161,8 +198,16 @@ def test_a_changed_declaration_changes_both_doors():
     ["documents", "ask", "谁养了狗？", "-k", "51"],
     ["subject", "summary", "-k", "0"],
     ["session", "consolidate", "s1", "--threshold", "2"],
+    ["session", "list", "--limit", "0"],
+    ["session", "append", "s1", "robot", "你好"],
+    ["graph", "neighbors", "张伟", "--hops", "5"],
+    ["review", "approve", "not-a-uuid"],
+    ["traces", "list", "--limit", "10001"],
+    ["traces", "purge", "--days", "-1"],
+    ["meta", "show", "--limit", "1001"],
 ], ids=["recall-k", "search-k-zh", "context-budget", "add-tag", "add-importance-zh", "ask-k",
-        "summary-k", "consolidate-threshold"])
+        "summary-k", "consolidate-threshold", "session-limit", "session-role-zh",
+        "neighbors-hops-zh", "review-id", "traces-limit", "traces-days", "meta-limit"])
 def test_the_cli_checks_the_declared_range_before_it_connects(args):
     """Out of its declared range, a value is InvalidInput (exit 1, the JSON error body the
     other doors give) before any database is opened: the DSN here leads nowhere."""

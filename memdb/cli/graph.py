@@ -7,8 +7,10 @@ from __future__ import annotations
 import click
 
 from ..demo import summarize_hit
+from ..ops import families as fam
 from ._app import emit_json, json_option, store
 from ._format import print_hits
+from ._generate import declared
 from ._groups import graph
 
 
@@ -43,11 +45,7 @@ def link(memory_ids: tuple[str, ...], subject: str | None, heuristic: bool, limi
 
 
 @graph.command("neighbors")
-@click.argument("entity")
-@click.option("--hops", type=int, default=1, show_default=True,
-              help="Show relations up to this many hops away (1 to 4).")
-@click.option("--limit", type=int, default=100, show_default=True,
-              help="At most this many relations.")
+@declared(fam.GRAPH_NEIGHBORS)
 @json_option
 def neighbors(entity: str, hops: int, limit: int, as_json: bool) -> None:
     """Show ENTITY's neighbourhood in the entity graph: the entity and its relations."""

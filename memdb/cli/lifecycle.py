@@ -13,6 +13,7 @@ import click
 
 from ..errors import InvalidInput
 from ..ops import catalog as ops
+from ..ops import families as fam
 from ._app import CliError, cli, emit_json, json_option, store
 from ._format import short, table
 from ._generate import declared
@@ -201,10 +202,7 @@ def review(ctx: click.Context, as_json: bool) -> None:
 
 
 @review.command("list")
-@click.option("--status", type=click.Choice(["pending", "approved", "rejected", "all"]),
-              default="pending", show_default=True, help="Which entries.")
-@click.option("--subject", help="Only this subject's entries.")
-@click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
+@declared(fam.REVIEW_LIST)
 @json_option
 def review_list(status: str, subject: str | None, limit: int, as_json: bool) -> None:
     """List review-queue entries, oldest first."""
@@ -220,40 +218,37 @@ def review_list(status: str, subject: str | None, limit: int, as_json: bool) -> 
 
 
 @review.command("approve")
-@click.argument("review_id", metavar="ID")
-@click.option("--by", "decided_by", help="Who decided (default: the database user).")
+@declared(fam.REVIEW_APPROVE)
 @json_option
-def review_approve(review_id: str, decided_by: str | None, as_json: bool) -> None:
+def review_approve(id: str, decided_by: str | None, as_json: bool) -> None:
     """Approve entry ID: its memory is created (category system for rules)."""
-    memory_id = store().review.approve(review_id, decided_by=decided_by)
+    memory_id = store().review.approve(id, decided_by=decided_by)
     if as_json:
-        emit_json({"id": review_id, "status": "approved", "memory_id": str(memory_id)})
+        emit_json({"id": id, "status": "approved", "memory_id": str(memory_id)})
     else:
-        click.echo(f"approved {review_id}: memory {memory_id}")
+        click.echo(f"approved {id}: memory {memory_id}")
 
 
 @review.command("reject")
-@click.argument("review_id", metavar="ID")
-@click.option("--by", "decided_by", help="Who decided (default: the database user).")
+@declared(fam.REVIEW_REJECT)
 @json_option
-def review_reject(review_id: str, decided_by: str | None, as_json: bool) -> None:
+def review_reject(id: str, decided_by: str | None, as_json: bool) -> None:
     """Reject entry ID (no memory; the same text is not proposed again)."""
-    store().review.reject(review_id, decided_by=decided_by)
+    store().review.reject(id, decided_by=decided_by)
     if as_json:
-        emit_json({"id": review_id, "status": "rejected"})
+        emit_json({"id": id, "status": "rejected"})
     else:
-        click.echo(f"rejected {review_id}")
+        click.echo(f"rejected {id}")
 
 
 @subject.command("forget")
-@click.argument("subject")
+@declared(fam.SUBJECT_FORGET)
 @click.option("--export", "export_to", metavar="PATH",
               help="First write everything about SUBJECT to this new JSON file (\"-\": "
                    "standard output; the counts then go to standard error).")
-@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
-def forget_subject(subject: str, export_to: str | None, dry_run: bool, yes: bool,
+def forget_subject(subject: str, dry_run: bool, export_to: str | None, yes: bool,
                    as_json: bool) -> None:
     """Erase everything about SUBJECT in this tenant: memories, their history, usage, review
     entries, sediment runs, and its BM25 terms. Asks first unless --yes."""
@@ -281,7 +276,7 @@ def forget_subject(subject: str, export_to: str | None, dry_run: bool, yes: bool
 
 
 @subject.command("export")
-@click.argument("subject")
+@declared(fam.SUBJECT_EXPORT)
 @click.argument("path")
 @json_option
 def export_subject(subject: str, path: str, as_json: bool) -> None:

@@ -13,6 +13,7 @@ from ..errors import InvalidInput, Rejected
 from ..gate import DEFAULT_POLICY
 from ..models import Category, Kind, Scope, SourceType
 from ..ops import catalog as ops
+from ..ops import families as fam
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_history, print_memory, provenance, short, table
 from ._generate import declared
@@ -219,14 +220,14 @@ def delete(memory: str, reason: str | None, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("memory_id", metavar="ID")
+@declared(fam.HISTORY)
 @json_option
-def history(memory_id: str, as_json: bool) -> None:
-    """Show every recorded change of the memory ID (or URI, mem://subject/category/id).
+def history(memory: str, as_json: bool) -> None:
+    """Show every recorded change of the memory (its id or URI, mem://subject/category/id).
 
     Oldest first; the history survives the memory's deletion.
     """
-    entries = store().history(memory_id)
+    entries = store().history(memory)
     if as_json:
         emit_json([e.to_dict() for e in entries])
     else:

@@ -7,7 +7,9 @@ import click
 
 from ..errors import Rejected
 from ..meta import ASPECTS, LABELS
+from ..ops import families as fam
 from ._app import cli, emit_json, json_option, store
+from ._generate import declared
 from ._shared import FINITE
 
 
@@ -43,9 +45,7 @@ def add(text: str, aspect: str, agent: str, importance: float | None, source_id:
 
 
 @meta.command("show")
-@click.option("--agent", default="default", show_default=True, help="The agent's name.")
-@click.option("--limit", type=int, default=20, show_default=True,
-              help="The most items per aspect.")
+@declared(fam.META_READ)
 @json_option
 def show(agent: str, limit: int, as_json: bool) -> None:
     """Print the agent's meta memory by aspect, each item with its memory id

@@ -12,6 +12,7 @@ from .. import _validate as v
 from ..demo import summarize_hit
 from ..errors import InvalidInput
 from ..ops import catalog as ops
+from ..ops import families as fam
 from ..recall import DEFAULT_BACKSTOP
 from ..search import SearchOptions
 from ._app import cli, emit_json, json_option, store
@@ -140,7 +141,7 @@ def _emit(out: Any, as_json: bool) -> None:
 
 
 @traces.command("list")
-@click.option("--limit", type=int, default=20, show_default=True, help="How many to list.")
+@declared(fam.TRACES_LIST)
 @json_option
 def traces_list(limit: int, as_json: bool) -> None:
     """List retrieval traces, newest first."""
@@ -152,12 +153,12 @@ def traces_list(limit: int, as_json: bool) -> None:
 
 
 @traces.command("show")
-@click.argument("trace_id", metavar="ID")
+@declared(fam.TRACE_GET)
 @json_option
-def traces_show(trace_id: str, as_json: bool) -> None:
+def traces_show(id: str, as_json: bool) -> None:
     """Show trace ID: the redacted query, plan, candidates with their per-route ranks, chosen
     ids and latency."""
-    t = store().traces.get(trace_id)
+    t = store().traces.get(id)
     if as_json:
         emit_json(t)
     else:
@@ -165,16 +166,15 @@ def traces_show(trace_id: str, as_json: bool) -> None:
 
 
 @traces.command("purge")
-@click.option("--days", type=FINITE, help="Keep this many days (default 30, or "
-                                         "$MEMDB_TRACE_RETENTION_DAYS).")
+@declared(fam.TRACES_PURGE)
 @json_option
-def traces_purge(days: float | None, as_json: bool) -> None:
+def traces_purge(older_than_days: float | None, as_json: bool) -> None:
     """Delete traces older than the retention period."""
-    _emit({"purged": store().traces.purge(days)}, as_json)
+    _emit({"purged": store().traces.purge(older_than_days)}, as_json)
 
 
 @traces.command("erase")
-@click.argument("subject")
+@declared(fam.TRACES_ERASE)
 @json_option
 def traces_erase(subject: str, as_json: bool) -> None:
     """Delete every trace that searched or returned SUBJECT's memories."""

@@ -13,7 +13,8 @@ import click
 
 from ..errors import InvalidInput
 from ..ops import catalog as ops
-from ..session import ROLES, SessionWindow
+from ..ops import families as fam
+from ..session import SessionWindow
 from ._app import cli, emit_json, json_option, options, store
 from ._format import short
 from ._generate import declared
@@ -85,10 +86,7 @@ def session() -> None:
 
 
 @session.command("append")
-@click.argument("session_id")
-@click.argument("role", type=click.Choice(ROLES))
-@click.argument("content")
-@_subject_option
+@declared(fam.SESSION_APPEND)
 @_window_options
 @click.option("--no-llm", is_flag=True,
               help="Summarize scrolled-out turns extractively even if an LLM is configured.")
@@ -111,8 +109,7 @@ def session_append(session_id: str, role: str, content: str, subject: str | None
 
 
 @session.command("show")
-@click.argument("session_id")
-@_subject_option
+@declared(fam.SESSION_GET)
 @_window_options
 @json_option
 def session_show(session_id: str, subject: str | None, max_tokens: int, max_messages: int,
@@ -167,8 +164,7 @@ def session_state(session_id: str, subject: str | None, replace_with: str | None
 
 
 @session.command("list")
-@_subject_option
-@click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
+@declared(fam.SESSION_LIST)
 @json_option
 def session_list(subject: str | None, limit: int, as_json: bool) -> None:
     """List sessions, most recently updated first."""
@@ -182,8 +178,7 @@ def session_list(subject: str | None, limit: int, as_json: bool) -> None:
 
 
 @session.command("delete")
-@click.argument("session_id")
-@_subject_option
+@declared(fam.SESSION_DELETE)
 @json_option
 def session_delete(session_id: str, subject: str | None, as_json: bool) -> None:
     """Delete SESSION_ID: its turns, summary and working state."""

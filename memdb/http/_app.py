@@ -10,7 +10,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response, Security
 from fastapi.security import HTTPBearer
@@ -23,6 +23,7 @@ from ..errors import Forbidden, InvalidInput, TooLarge
 from ..ingest import TextSource
 from ..keys import Binding
 from ..ops import catalog as ops
+from ..ops import families as fam
 from ..search import SearchOptions
 from . import _docs, _errors
 from .jobs import router as jobs_router
@@ -39,21 +40,27 @@ from ._models import (
     DocumentSearchIn,
     ForgetSubjectIn,
     GraphLinkIn,
+    GraphNeighborsQuery,
     GraphSearchIn,
     IngestIn,
     MaintenanceIn,
     MemoryPatch,
     MessageIn,
     MetaIn,
+    MetaQuery,
     PatchFields,
     RecallIn,
     RememberIn,
     RemoveDocuments,
     ReviewDecision,
+    ReviewListQuery,
     SearchIn,
+    SessionListQuery,
+    SessionQuery,
     StateIn,
     SummaryQuery,
     TracesEraseIn,
+    TracesListQuery,
     TracesPurgeIn,
 )
 from ._responses import (
@@ -237,7 +244,8 @@ async def delete_memory(ref: str, store: Store,
 @memories.get("/history/{ref:path}", response_model=HistoryOut)
 async def memory_history(ref: str, store: Store) -> Any:
     """Every version of a memory, oldest first."""
-    return {"history": jsonable(await store.history(_ref(ref)))}
+    args = arguments(fam.HISTORY, memory=_ref(ref))
+    return {"history": jsonable(await store.history(args["memory"]))}
 
 
 # -- retrieval ------------------------------------------------------------------------------
@@ -298,28 +306,36 @@ sessions = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERROR_R
 
 
 @sessions.get("")
-async def list_sessions(request: Request, store: Store, subject: str | None = None,
-                        limit: Annotated[int, Query(ge=1)] = 100) -> Any:
-    return {"sessions": jsonable(await store.sessions.list(subject=subject,
-                                                           limit=_page(request, limit)))}
+async def list_sessions(request: Request, store: Store,
+                        query: Annotated[SessionListQuery, Query()]) -> Any:  # type: ignore[valid-type]
+    """Sessions, most recently updated first."""
+    args = arguments(fam.SESSION_LIST, query)
+    return {"sessions": jsonable(await store.sessions.list(
+        subject=args.get("subject"), limit=_page(request, args.get("limit", 100))))}
 
 
 @sessions.post("/{session_id}/messages", status_code=201)
-async def append_message(session_id: str, body: MessageIn, store: Store) -> Any:
+async def append_message(session_id: str, body: MessageIn, store: Store) -> Any:  # type: ignore[valid-type]
     """Append a turn to the session's buffer (older turns fold into its summary)."""
-    return jsonable(await store.sessions.append(session_id, body.role, body.content,
-                                                subject=body.subject))
+    args = arguments(fam.SESSION_APPEND, body, session_id=session_id)
+    return jsonable(await store.sessions.append(args["session_id"], args["role"],
+                                                args["content"], subject=args.get("subject")))
 
 
 @sessions.get("/{session_id}")
-async def get_session(session_id: str, store: Store, subject: str | None = None) -> Any:
+async def get_session(session_id: str, store: Store,
+                      query: Annotated[SessionQuery, Query()]) -> Any:  # type: ignore[valid-type]
     """The session's window of recent turns, its summary and state."""
-    return jsonable(await store.sessions.get(session_id, subject=subject))
+    args = arguments(fam.SESSION_GET, query, session_id=session_id)
+    return jsonable(await store.sessions.get(args["session_id"], subject=args.get("subject")))
 
 
 @sessions.delete("/{session_id}", status_code=204)
-async def delete_session(session_id: str, store: Store, subject: str | None = None) -> Response:
-    await store.sessions.delete(session_id, subject=subject)
+async def delete_session(session_id: str, store: Store,
+                         query: Annotated[SessionQuery, Query()]) -> Response:  # type: ignore[valid-type]
+    """Delete the session: its turns, summary and working state."""
+    args = arguments(fam.SESSION_DELETE, query, session_id=session_id)
+    await store.sessions.delete(args["session_id"], subject=args.get("subject"))
     return Response(status_code=204)
 
 
@@ -411,12 +427,11 @@ async def link_graph(body: GraphLinkIn, store: Store) -> Any:
 
 @graph.get("/neighbors")
 async def graph_neighbors(request: Request, store: Store,
-                          entity: Annotated[str, Query(min_length=1, max_length=200)],
-                          hops: Annotated[int, Query(ge=1, le=4)] = 1,
-                          limit: Annotated[int, Query(ge=1)] = 100) -> Any:
+                          query: Annotated[GraphNeighborsQuery, Query()]) -> Any:  # type: ignore[valid-type]
     """An entity's neighbourhood: the matching entities and the relations within ``hops``."""
-    return jsonable(await store.graph.neighbors(entity, hops=hops,
-                                                limit=_page(request, limit)))
+    args = arguments(fam.GRAPH_NEIGHBORS, query, defaults=True)
+    return jsonable(await store.graph.neighbors(args["entity"], hops=args["hops"],
+                                                limit=_page(request, args["limit"])))
 
 
 @graph.post("/search", response_model=SearchOut)
@@ -434,26 +449,28 @@ review = APIRouter(prefix="/v1/review", tags=["review"], responses=ERROR_RESPONS
 
 @review.get("")
 async def list_review(request: Request, store: Store,
-                      status: Literal["pending", "approved", "rejected", "all"] = "pending",
-                      subject: str | None = None,
-                      limit: Annotated[int, Query(ge=1)] = 100) -> Any:
+                      query: Annotated[ReviewListQuery, Query()]) -> Any:  # type: ignore[valid-type]
     """Review-queue entries (proposed rules), oldest first."""
-    found = await store.review.list(None if status == "all" else status, subject=subject,
-                                    limit=_page(request, limit))
+    args = arguments(fam.REVIEW_LIST, query, defaults=True)
+    status = None if args["status"] == "all" else args["status"]
+    found = await store.review.list(status, subject=args.get("subject"),
+                                    limit=_page(request, args["limit"]))
     return {"items": jsonable(found)}
 
 
 @review.post("/{review_id}/approve")
-async def approve_review(review_id: str, body: ReviewDecision, store: Store) -> Any:
+async def approve_review(review_id: str, body: ReviewDecision, store: Store) -> Any:  # type: ignore[valid-type]
     """Approve a pending entry: its memory is created."""
-    memory_id = await store.review.approve(review_id, decided_by=body.decided_by)
+    args = arguments(fam.REVIEW_APPROVE, body, id=review_id)
+    memory_id = await store.review.approve(args["id"], decided_by=args.get("decided_by"))
     return {"id": review_id, "status": "approved", "memory_id": str(memory_id)}
 
 
 @review.post("/{review_id}/reject")
-async def reject_review(review_id: str, body: ReviewDecision, store: Store) -> Any:
+async def reject_review(review_id: str, body: ReviewDecision, store: Store) -> Any:  # type: ignore[valid-type]
     """Reject a pending entry (the same text is not proposed again)."""
-    await store.review.reject(review_id, decided_by=body.decided_by)
+    args = arguments(fam.REVIEW_REJECT, body, id=review_id)
+    await store.review.reject(args["id"], decided_by=args.get("decided_by"))
     return {"id": review_id, "status": "rejected"}
 
 
@@ -462,8 +479,9 @@ traces = APIRouter(prefix="/v1/traces", tags=["traces"], responses=ERROR_RESPONS
 
 @traces.get("")
 async def list_traces(request: Request, store: Store,
-                      limit: Annotated[int, Query(ge=1)] = 20) -> Any:
+                      query: Annotated[TracesListQuery, Query()]) -> Any:  # type: ignore[valid-type]
     """The newest recall traces (summaries), newest first."""
+    limit = arguments(fam.TRACES_LIST, query, defaults=True)["limit"]
     return {"traces": jsonable(await store.traces.list(_page(request, limit)))}
 
 
@@ -476,22 +494,24 @@ async def trace_stats(store: Store,
 
 
 @traces.post("/purge")
-async def purge_traces(body: TracesPurgeIn, store: Store) -> Any:
+async def purge_traces(body: TracesPurgeIn, store: Store) -> Any:  # type: ignore[valid-type]
     """Delete traces older than ``older_than_days`` (default: the retention period)."""
-    return {"purged": await store.traces.purge(body.older_than_days)}
+    args = arguments(fam.TRACES_PURGE, body)
+    return {"purged": await store.traces.purge(args.get("older_than_days"))}
 
 
 @traces.post("/erase")
-async def erase_traces(body: TracesEraseIn, store: Store) -> Any:
+async def erase_traces(body: TracesEraseIn, store: Store) -> Any:  # type: ignore[valid-type]
     """Delete every trace that searched or returned the subject's memories."""
-    _own_subject(store, body.subject)
-    return {"erased": await store.traces.erase(body.subject)}
+    subject = arguments(fam.TRACES_ERASE, body)["subject"]
+    _own_subject(store, subject)
+    return {"erased": await store.traces.erase(subject)}
 
 
 @traces.get("/{trace_id}")
 async def get_trace(trace_id: str, store: Store) -> Any:
     """One trace with its plan, candidates and chosen ids."""
-    return jsonable(await store.traces.get(trace_id))
+    return jsonable(await store.traces.get(arguments(fam.TRACE_GET, id=trace_id)["id"]))
 
 
 subjects = APIRouter(prefix="/v1/subjects", tags=["subjects"], responses=ERROR_RESPONSES)
@@ -523,6 +543,7 @@ async def export_subject(subject: str, store: Store) -> Any:
     import os
     import tempfile
 
+    subject = arguments(fam.SUBJECT_EXPORT, subject=subject)["subject"]
     _own_subject(store, subject)
     with tempfile.TemporaryDirectory(prefix="memdb-export-") as folder:
         path = os.path.join(folder, "export.json")
@@ -537,14 +558,15 @@ async def export_subject(subject: str, store: Store) -> Any:
 
 
 @subjects.post("/{subject}/forget")
-async def forget_subject(subject: str, body: ForgetSubjectIn, store: Store) -> Any:
+async def forget_subject(subject: str, body: ForgetSubjectIn, store: Store) -> Any:  # type: ignore[valid-type]
     """Erase everything about the subject in one transaction; ``confirm`` must repeat the
     subject's name exactly."""
+    args = arguments(fam.SUBJECT_FORGET, body, subject=subject, defaults=True)
     if body.confirm != subject:
         raise InvalidInput("forgetting a subject needs confirm set to the subject's name "
                            "exactly")
     _own_subject(store, subject)
-    return jsonable(await store.subjects.forget(subject, dry_run=body.dry_run))
+    return jsonable(await store.subjects.forget(subject, dry_run=args["dry_run"]))
 
 
 meta = APIRouter(prefix="/v1/meta", tags=["meta"], responses=ERROR_RESPONSES)
@@ -559,10 +581,11 @@ async def add_meta(body: MetaIn, store: Store) -> Any:
 
 
 @meta.get("")
-async def read_meta(request: Request, store: Store, agent: str = "default",
-                    limit: Annotated[int, Query(ge=1)] = 20) -> Any:
+async def read_meta(request: Request, store: Store,
+                    query: Annotated[MetaQuery, Query()]) -> Any:  # type: ignore[valid-type]
     """An agent's meta memory as one document (persona, abilities, limits, lessons)."""
-    return jsonable(await store.meta.read(agent, limit=_page(request, limit)))
+    args = arguments(fam.META_READ, query, defaults=True)
+    return jsonable(await store.meta.read(args["agent"], limit=_page(request, args["limit"])))
 
 
 FAMILY_ROUTERS = (graph, review, traces, subjects, meta,

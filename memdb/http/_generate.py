@@ -61,11 +61,12 @@ def request_model(op: Operation, name: str, *, base: type[BaseModel] = Body,
 
 
 def arguments(op: Operation, body: BaseModel | None = None, *, skip: tuple[str, ...] = (),
-              **given: Any) -> dict[str, Any]:
+              defaults: bool = False, **given: Any) -> dict[str, Any]:
     """The declared values of ``body`` (and ``given``: the path's) that are set, checked by the
-    declaration."""
+    declaration; ``defaults``: with the declared defaults of those not set."""
     names = tuple(p.name for p in offered(op, skip))
     values = {name: getattr(body, name) for name in names if body is not None
               and name not in given}
     values.update(given)
-    return op.check({k: v for k, v in values.items() if v is not None}, names, defaults=False)
+    return op.check({k: v for k, v in values.items() if v is not None}, names,
+                    defaults=defaults)

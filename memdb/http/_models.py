@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..ops import catalog as ops
+from ..ops import families as fam
 from ._generate import Body, arguments, declared, request_model
 
 __all__ = [
@@ -17,7 +18,8 @@ __all__ = [
     "RecallIn", "RememberIn", "ContextIn",
     "MessageIn", "StateIn", "TextDocument", "IngestIn", "RemoveDocuments", "DocumentSearchIn",
     "AskIn", "MaintenanceIn", "GraphLinkIn", "GraphSearchIn", "ReviewDecision", "TracesPurgeIn",
-    "TracesEraseIn", "ForgetSubjectIn", "MetaIn",
+    "TracesEraseIn", "ForgetSubjectIn", "MetaIn", "SessionListQuery", "SessionQuery",
+    "GraphNeighborsQuery", "ReviewListQuery", "TracesListQuery", "MetaQuery",
 ]
 
 Name = Field(default=None, max_length=256)
@@ -127,10 +129,18 @@ class _ContextFields(_Body):
 ContextIn = request_model(ops.CONTEXT, "ContextIn", base=_ContextFields)
 
 
-class MessageIn(_Body):
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str = Field(max_length=65_536)
-    subject: str | None = Name
+# The families' operations (memdb.ops.families): the path carries the session, the subject,
+# the review entry, the trace; the rest is the model's.
+SessionListQuery = request_model(fam.SESSION_LIST, "SessionListQuery")
+SessionQuery = request_model(fam.SESSION_GET, "SessionQuery", skip=("session_id",))
+MessageIn = request_model(fam.SESSION_APPEND, "MessageIn", skip=("session_id",))
+GraphNeighborsQuery = request_model(fam.GRAPH_NEIGHBORS, "GraphNeighborsQuery")
+ReviewListQuery = request_model(fam.REVIEW_LIST, "ReviewListQuery")
+ReviewDecision = request_model(fam.REVIEW_APPROVE, "ReviewDecision", skip=("id",))
+TracesListQuery = request_model(fam.TRACES_LIST, "TracesListQuery")
+TracesPurgeIn = request_model(fam.TRACES_PURGE, "TracesPurgeIn")
+TracesEraseIn = request_model(fam.TRACES_ERASE, "TracesEraseIn")
+MetaQuery = request_model(fam.META_READ, "MetaQuery")
 
 
 class StateIn(_Body):
@@ -214,22 +224,12 @@ class GraphSearchIn(_Body):
     explain: bool = False
 
 
-class ReviewDecision(_Body):
-    decided_by: str | None = Name
-
-
-class TracesPurgeIn(_Body):
-    older_than_days: float | None = Field(default=None, ge=0, description=(
-        "default: the retention period ($MEMDB_TRACE_RETENTION_DAYS, 30)"))
-
-
-class TracesEraseIn(_Body):
-    subject: str = Field(min_length=1, max_length=256)
-
-
-class ForgetSubjectIn(_Body):
+class _ForgetFields(_Body):
     confirm: str = Field(max_length=256, description="the subject's name again, exactly")
-    dry_run: bool = False
+
+
+ForgetSubjectIn = request_model(fam.SUBJECT_FORGET, "ForgetSubjectIn", base=_ForgetFields,
+                                skip=("subject",))
 
 
 class MetaIn(_Body):

@@ -1,7 +1,9 @@
 """Operations declared once (:mod:`memdb.ops.catalog`): the doors are generated from them.
 
-An :class:`Operation` names its parameters (:class:`Param`: type, range, default, help), the
-scope it reads when no subject is named, its result and its errors. The MCP tools, the memory
+The agents' verbs are in :mod:`memdb.ops.catalog`, the families' operations in
+:mod:`memdb.ops.families`; :data:`DECLARED` is both. An :class:`Operation` names its parameters
+(:class:`Param`: type, range, default, help), the scope it reads when no subject is named, its
+result and its errors. The MCP tools, the memory
 tool's JSON Schema, the HTTP request models, the CLI options and docs/operations.md read them,
 and :meth:`Operation.check` is the one validation of a door's values.
 """
@@ -9,5 +11,11 @@ and :meth:`Operation.check` is the one validation of a door's values.
 from ._operation import SCOPES, Operation
 from ._param import REQUIRED, Param
 from .catalog import OPERATIONS, operation
+from .families import FAMILY_OPERATIONS
 
-__all__ = ["Operation", "Param", "REQUIRED", "SCOPES", "OPERATIONS", "operation"]
+# The operations whose doors are generated from their declarations: the agents' verbs
+# (catalog) and the families' operations reached through more than one door (families).
+DECLARED: tuple[Operation, ...] = OPERATIONS + FAMILY_OPERATIONS
+
+__all__ = ["Operation", "Param", "REQUIRED", "SCOPES", "OPERATIONS", "FAMILY_OPERATIONS",
+           "DECLARED", "operation"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ._operation import Operation
 from .catalog import OPERATIONS
+from .families import FAMILY_OPERATIONS
 from .files import FILE_OPERATIONS
 from .jobs import JOB_OPERATIONS
 from .search_options import SEARCH_OPTIONS
@@ -14,9 +15,9 @@ __all__ = ["render"]
 _HEAD = """# Operations
 
 The operations every door offers, generated from their one declaration
-(`memdb/ops/catalog.py`): the CLI, the HTTP API, the MCP server and the memory tool take the
-same parameters, with the same ranges and defaults, and give the same errors. Do not edit this
-page by hand: `python -m memdb.ops.docs > docs/operations.md` writes it.
+(`memdb/ops/catalog.py`, `memdb/ops/families.py`): the CLI, the HTTP API, the MCP server and
+the memory tool take the same parameters, with the same ranges and defaults, and give the same
+errors. Do not edit this page by hand: `python -m memdb.ops.docs > docs/operations.md` writes it.
 
 Scope, when the caller names no subject: **tenant** reads the whole tenant (a store or key
 confined to one subject reads only that subject); **subject** writes or reads the subject
@@ -60,6 +61,6 @@ def _search_options() -> str:
 
 def render() -> str:
     """The page's Markdown."""
-    every = OPERATIONS + JOB_OPERATIONS + FILE_OPERATIONS
+    every = OPERATIONS + FAMILY_OPERATIONS + JOB_OPERATIONS + FILE_OPERATIONS
     return (_HEAD + "\n" + "\n\n".join(_operation(op) for op in every) + "\n\n"
             + _search_options() + "\n")
