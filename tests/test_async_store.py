@@ -80,8 +80,10 @@ def test_the_store_has_families_and_only_named_methods_skip_the_loop():
     plain = sorted(f"{label}.{n}" for label, cls, _ in _surfaces()
                    for n, raw in _public(cls).items()
                    if inspect.isfunction(raw) and getattr(raw, "__memdb_no_io__", False))
-    # consistency() sets a context variable for a block of reads (docs/scaling.md)
-    assert plain == ["MemoryStore.consistency", "MemoryStore.tool", "MemoryTool.schema"]
+    # consistency() sets a context variable for a block of reads (docs/scaling.md);
+    # jobs.start_worker() starts threads that connect on their own (docs/jobs.md)
+    assert plain == ["MemoryStore.consistency", "MemoryStore.tool", "MemoryTool.schema",
+                     "store.jobs.start_worker"]
 
 
 def test_operations_are_written_once():

@@ -248,8 +248,7 @@ class Worker:
         then each thread ends once no job is due); returns the worker."""
         if self._threads:
             raise RuntimeError("this worker is already started")
-        self._stopping.clear()
-        self.db  # noqa: B018 (find the server before the threads do)
+        self._stopping.clear()  # (the threads connect: no I/O here, e.g. on an event loop)
         targets = [] if until_idle else [("listen", self._listen)]
         targets += [(f"job-{n}", lambda: self._loop(until_idle))
                     for n in range(self.concurrency)]
