@@ -6,12 +6,23 @@ Create Date: 2026-12-06
 
 See sql/schema/0020_item_vectors.sql: one row per text an item's index fields extract, with
 its vector, beside the memory holding the item (row-level security by tenant and subject).
-On a Citus coordinator the table is distributed by tenant, co-located with memdb.memories.
+On a Citus coordinator the file runs one statement at a time (Citus passes DDL on to the
+workers as its text) and memdb.item_vectors is distributed by tenant, co-located with
+memdb.memories, right after it is made (its foreign keys need that).
 """
 from __future__ import annotations
 
+import hashlib
+
 from alembic import op
-from memdb.migrations import apply_schema_file, has_citus, one_connection_per_node
+from memdb import _sql
+from memdb.errors import MemdbError
+from memdb.migrations import (
+    apply_schema_file,
+    has_citus,
+    one_connection_per_node,
+    split_statements,
+)
 
 revision = "0020"
 down_revision = "0019"
@@ -20,7 +31,7 @@ depends_on = None
 
 # The frozen DDL this revision applies (sql/schema/) and its sha256.
 SCHEMA_FILE = "0020_item_vectors.sql"
-SCHEMA_SHA256 = "809fde143fdda01786ee14098657c07e1dac59a19b4cb70d6b337bdf61425e84"
+SCHEMA_SHA256 = "3348a1e752383ebd66089bcf4b5e3d4be22bc36a148dc38460b6e667053ba543"
 
 _DISTRIBUTE = ("SELECT create_distributed_table('memdb.item_vectors', 'tenant', "
                "colocate_with => 'memdb.memories')")
@@ -29,9 +40,16 @@ _DISTRIBUTE = ("SELECT create_distributed_table('memdb.item_vectors', 'tenant', 
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
     one_connection_per_node(conn)
-    apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
-    if has_citus(conn):
-        conn.execute(_DISTRIBUTE)
+    if not has_citus(conn):
+        apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
+        return
+    data = (_sql.sql_dir() / "schema" / SCHEMA_FILE).read_bytes()
+    if hashlib.sha256(data).hexdigest() != SCHEMA_SHA256:
+        raise MemdbError(f"sql/schema/{SCHEMA_FILE} changed after release")
+    for statement in split_statements(data.decode("utf-8")):
+        conn.execute(statement)
+        if "CREATE TABLE memdb.item_vectors" in statement:
+            conn.execute(_DISTRIBUTE)
 
 
 def downgrade() -> None:
