@@ -25,9 +25,10 @@ from memdb.ops import families as fam
 
 # Declared parameters a door takes in a form of its own (the reason is beside each in the code):
 # the CLI and HTTP take every provenance as --source-type/source_type, the memory of update and
-# delete by id or URI (get's parameter, the path at HTTP), and the CLI ingests files. A route's
+# delete by id or URI (get's parameter, the path at HTTP), and the CLI ingests files
+# and its add takes CONTENT or --file (an image). A route's
 # path parameters (the session, the review entry...) are read from its OpenAPI document.
-CLI_OWN = {"add": {"source"}, "update": {"id", "source"}, "delete": {"id"},
+CLI_OWN = {"add": {"source", "content"}, "update": {"id", "source"}, "delete": {"id"},
            "add_document": {"document_id", "text", "title", "format", "category"}}
 HTTP_OWN = {"add": {"source"}, "update": {"id", "source"}, "delete": {"id"},
             "get": {"memory"}, "add_document": {"document_id", "text", "title", "format"}}

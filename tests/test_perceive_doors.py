@@ -1,6 +1,6 @@
 """Perceptual memory at the doors: HTTP (POST /v1/files, raw body and multipart, 413 over the
 upload limit, 400 for a file that is no image, the file's description and thumbnail), MCP
-(the remember_image tool over the HTTP door's /mcp) and the CLI (memdb perceive); each image,
+(the remember_image tool over the HTTP door's /mcp) and the CLI (memdb add --file); each image,
 English or Chinese, is then found by search, which says it is an image."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import json
 import anyio
 import psycopg
 import pytest
+from click.testing import CliRunner
 
+from memdb.cli import cli
 from tests.app_login import app_login
 from tests.cli_helpers import ok_json, run
 from tests.http_server import door_settings, make_keys, running_door
@@ -116,14 +118,26 @@ def test_mcp_remember_image_then_search(door, keys):
 def test_cli_perceive_then_search(fresh_db, tmp_path):
     path = tmp_path / "登机牌.webp"
     path.write_bytes(text_image("登机口在十二号门", lang="zh", size=28, fmt="WEBP"))
-    got = ok_json(fresh_db, "perceive", str(path), "--subject", "li", "--no-caption")
+    got = ok_json(fresh_db, "add", "--file", str(path), "--subject", "li", "--no-caption")
     assert got["mime"] == "image/webp" and "十二号门" in got["text"]
     hits = ok_json(fresh_db, "search", "登机口", "--subject", "li")
     assert hits["hits"][0]["memory"]["id"] == got["id"]
     assert hits["hits"][0]["memory"]["modality"] == "image"
-    text = run(fresh_db, "perceive", str(path), "--subject", "li")
+    text = run(fresh_db, "add", "--file", str(path), "--subject", "li")
     assert text.exit_code == 0 and "duplicate" in text.stdout
     bad = tmp_path / "notes.png"
     bad.write_text("plain notes", encoding="utf-8")
-    refused = run(fresh_db, "perceive", str(bad))
+    refused = run(fresh_db, "add", "--file", str(bad))
     assert refused.exit_code == 1 and "notes.png" in refused.output
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["记住这个", "--file", "x.png"], "CONTENT or --file, not both"),
+    (["--file", "x.png", "--scope", "project"], "--file does not take --scope"),
+    (["remember this", "--no-caption"], "--no-caption only go with --file"),
+    ([], "Missing argument 'CONTENT' (or --file PATH)")])
+def test_cli_add_takes_content_or_a_file(args, error):
+    """Refused before anything connects (a DSN nobody answers): a usage error, exit 2."""
+    got = CliRunner().invoke(cli, ["--dsn", "postgresql://nobody@127.0.0.1:1/none", "add",
+                                   *args])
+    assert got.exit_code == 2 and error in got.stderr, got.output

@@ -14,6 +14,7 @@ from ..gate import DEFAULT_POLICY
 from ..models import Category, Kind, Scope, SourceType
 from ..ops import catalog as ops
 from ..ops import families as fam
+from . import files
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_history, print_memory, provenance, short, table
 from ._generate import declared
@@ -31,8 +32,16 @@ def migrate(as_json: bool) -> None:
         click.echo(f"schema at revision {revision}")
 
 
+def _content(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    return None if value is None else _CONTENT.check(value)
+
+
+_CONTENT = next(p for p in ops.ADD.params if p.name == "content")
+
+
 @cli.command()
-@declared(ops.ADD, skip=("source",))
+@click.argument("text", metavar="CONTENT", required=False, callback=_content)
+@declared(ops.ADD, skip=("source", "content"))
 @options(
     (["--scope"], {"default": "user", "show_default": True, "help": f"One of: {values(Scope)}."}),
     (["--agent"], {"help": "The agent that wrote the memory."}),
@@ -56,11 +65,16 @@ def migrate(as_json: bool) -> None:
                              "write nothing."}),
     (["--no-gate"], {"is_flag": True,
                      "help": "Skip the write gate's checks (TTL defaults and merging stay)."}),
+    *files.FILE_OPTIONS,
 )
 @json_option
-def add(content: str, as_json: bool, reason: str | None, metadata: str | None,
-        tags: list[str] | None, dry_run: bool, no_gate: bool, **fields: Any) -> None:
-    """Remember CONTENT ("-" reads it from stdin), through the write gate.
+@click.pass_context
+def add(ctx: click.Context, text: str | None, as_json: bool, reason: str | None,
+        metadata: str | None, tags: list[str] | None, dry_run: bool, no_gate: bool,
+        file: str | None, name: str | None, ocr: str | None, no_caption: bool,
+        keep_bytes: int | None, **fields: Any) -> None:
+    """Remember CONTENT ("-" reads it from stdin), through the write gate; or, with --file
+    PATH, the image at PATH as a perceptual memory (docs/perceptual.md).
 
     Facts and rules need a source: a user_statement (the default) typed here without
     --source-id is recorded as coming from the command line (cli:<UTC time>); other source
@@ -69,7 +83,26 @@ def add(content: str, as_json: bool, reason: str | None, metadata: str | None,
     merged; a new version of a --norm-key slot, or a correction ("不是A，是B"), supersedes
     the old one. A refused memory prints the gate's reasons and exits with status 1. Without
     --category the category is classified from the text (memdb.classify).
+
+    CONTENT: The memory: one self-contained statement.
     """
+    if file is not None:
+        if text is not None:
+            raise click.UsageError("give CONTENT or --file, not both")
+        others = files.given(ctx, {p.name for p in ctx.command.params}
+                             - set(files.TEXT_ONLY_ALLOWED))
+        if others:
+            raise click.UsageError(f"--file does not take {', '.join(others)}")
+        files.remember_file(file, as_json=as_json, subject=fields["subject"], name=name,
+                            ocr=ocr, no_caption=no_caption, keep_bytes=keep_bytes, tags=tags,
+                            reason=reason)
+        return
+    if text is None:
+        raise click.UsageError("Missing argument 'CONTENT' (or --file PATH).")
+    file_only = files.given(ctx, files.FILE_ONLY)
+    if file_only:
+        raise click.UsageError(f"{', '.join(file_only)} only go with --file")
+    content = text
     if content == "-":  # a UTF-8 BOM (Windows editors, PowerShell pipes) is not content
         content = sys.stdin.read().removeprefix("\ufeff")
     fields["source_id"] = command_line_source(fields["source_type"], fields["source_id"])

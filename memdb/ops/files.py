@@ -29,6 +29,6 @@ PERCEIVE = Operation(
     scope="subject",
     result="id, outcome, text, caption, mime, width, height, sha256, taken_at, notes",
     errors=("InvalidInput", "TooLarge", "Forbidden", "DatabaseUnavailable"),
-    doors=(("cli", "perceive"), ("http", "POST /v1/files"), ("mcp", "remember_image")))
+    doors=(("cli", "add --file"), ("http", "POST /v1/files"), ("mcp", "remember_image")))
 
 FILE_OPERATIONS: tuple[Operation, ...] = (PERCEIVE,)
