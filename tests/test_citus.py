@@ -322,6 +322,24 @@ def test_upgrade_and_downgrade_on_the_cluster(cluster_db, embedder):
 
 
 @pytest.mark.citus
+def test_an_image_memory_on_the_cluster(cluster_db, embedder):
+    """store.perceive on the cluster: the memory and its memdb.percepts row land on the
+    tenant's worker in one transaction, search finds the image's text, another tenant sees
+    nothing, and deleting the memory deletes the file row (a co-located cascading key)."""
+    from tests.image_factory import text_image
+
+    with _store(cluster_db, embedder, "acme") as acme, \
+            _store(cluster_db, embedder, "globex") as globex:
+        got = acme.perceive(text_image("登机口在十二号门", lang="zh", size=28), subject="li")
+        assert acme.search("登机口", k=1, subject="li")[0].memory.modality == "image"
+        assert acme.percepts.get(got.id)["mime"] == "image/png"
+        assert all(h.memory.id != got.id for h in globex.search("登机口", k=5))
+        acme.delete(got.id)
+    with psycopg.connect(cluster_db, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM memdb.percepts").fetchone()[0] == 0
+
+
+@pytest.mark.citus
 def test_deleting_a_memory_clears_references_to_it(cluster_db, embedder):
     """The two ON DELETE SET NULL keys Citus refuses are kept by a trigger on the cluster."""
     with _store(cluster_db, embedder, "acme") as store:
