@@ -12,6 +12,8 @@ from typing import Any
 
 from . import _bridge
 from . import _validate as v
+from .errors import InvalidInput
+from .jobs.remember import RememberJob, remember_later
 from .llm import ChatLLM
 from .remember import RememberResult, remember
 from .tool import ACTIONS, MemoryTool
@@ -42,7 +44,7 @@ class Agent:
     def remember(self, messages: Any, *, session_id: str | None = None,
                  turn_id: str | None = None, subject: str | None = None,
                  llm: ChatLLM | None = _FROM_ENV, timeout: float | None = None,
-                 dry_run: bool = False) -> RememberResult:
+                 dry_run: bool = False, wait: bool = True) -> RememberResult | RememberJob:
         """Extract facts from a conversation turn (a string, or a list of ``{"role",
         "content"}`` messages), reconcile them with the subject's similar memories and write
         them through the write gate (see :mod:`memdb.remember`).
@@ -53,10 +55,23 @@ class Agent:
         (default ``$MEMDB_LLM_TIMEOUT_REMEMBER`` or 60 s; docs/configuration.md).
         ``dry_run``: decide, write nothing.
 
+        ``wait=False``: return at once with a :class:`~memdb.jobs.RememberJob`: the turn is
+        kept as said (a memory, searchable at once) and a ``remember`` job, run by a worker
+        (``store.jobs.start_worker()``, ``memdb worker``), does the extraction; follow it with
+        ``store.jobs.wait(r.job_id)`` (:mod:`memdb.jobs.remember`). The job uses the worker's
+        LLM (``$MEMDB_LLM_*``), or none when ``llm`` is None here.
+
         >>> r = store.remember("记住：我对花生过敏。以后都用中文回答。", session_id="s1")
         >>> [(d.action, d.outcome) for d in r.decisions]      # doctest: +SKIP
         [('add', 'created'), ('add', 'created')]
         """
+        if not isinstance(wait, bool):
+            raise InvalidInput("wait must be true or false")
+        if not wait:
+            if dry_run:
+                raise InvalidInput("dry_run needs wait=True (a job writes; a dry run does not)")
+            return remember_later(self, messages, session_id=session_id, turn_id=turn_id,
+                                  subject=subject, use_llm=llm is not None, timeout=timeout)
         chat = self.llm if llm is _FROM_ENV else llm  # type: ignore[attr-defined]
         with self.consistency("primary"):  # type: ignore[attr-defined]
             # what is already known decides the writes: read it where they go

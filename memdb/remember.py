@@ -48,11 +48,13 @@ from ._grounding import Refused
 from .errors import InvalidInput
 from .llm import DEFAULT_LIMITS, ChatLLM, LLMError
 
-__all__ = ["remember", "RememberResult", "RememberDecision", "DEFAULT_REMEMBER_TIMEOUT"]
+__all__ = ["remember", "RememberResult", "RememberDecision", "DEFAULT_REMEMBER_TIMEOUT", "Turn",
+           "read_turn", "RAW_TURN_CREATOR"]
 
 DEFAULT_REMEMBER_TIMEOUT = DEFAULT_LIMITS["remember"].timeout
 MAX_TURN_CHARS = 20_000
 _SEARCH_K = 8
+RAW_TURN_CREATOR = "memdb.remember.raw"  # created_by of a turn kept as said (remember, wait=False)
 
 
 @dataclass(frozen=True)
@@ -140,10 +142,23 @@ def _same(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def remember(store: Any, messages: Any, *, llm: ChatLLM | None, session_id: str | None = None,
-             turn_id: str | None = None, subject: str | None = None,
-             timeout: float | None = None, dry_run: bool = False) -> RememberResult:
-    """See the module docstring; :meth:`MemoryStore.remember` is the public entry."""
+@dataclass(frozen=True)
+class Turn:
+    """A conversation turn, checked: its messages, session, subject (the store's, else
+    "default"), the whole turn as text (``role: content`` lines), what the user said, and its
+    id (given, else a hash of the session and the text)."""
+
+    messages: list[dict[str, str]]
+    session_id: str | None
+    subject: str
+    text: str
+    user_text: str
+    turn_id: str
+
+
+def read_turn(store: Any, messages: Any, *, session_id: str | None = None,
+              turn_id: str | None = None, subject: str | None = None) -> Turn:
+    """The turn ``remember`` works on (InvalidInput for a malformed one)."""
     msgs = _messages(messages)
     session_id = v.optional_name(session_id, "session_id")
     subject = v.optional_name(subject, "subject") or store.subject or "default"
@@ -151,10 +166,23 @@ def remember(store: Any, messages: Any, *, llm: ChatLLM | None, session_id: str 
     user_text = "\n".join(m["content"] for m in msgs if m["role"] == "user")
     turn_id = v.optional_text(turn_id, "turn_id", 256) or (
         "turn-" + hashlib.sha256(f"{session_id}\n{turn_text}".encode()).hexdigest()[:16])
+    return Turn(msgs, session_id, subject, turn_text, user_text, turn_id)
+
+
+def remember(store: Any, messages: Any, *, llm: ChatLLM | None, session_id: str | None = None,
+             turn_id: str | None = None, subject: str | None = None,
+             timeout: float | None = None, dry_run: bool = False) -> RememberResult:
+    """See the module docstring; :meth:`MemoryStore.remember` is the public entry. Turns kept
+    as said (``created_by`` :data:`RAW_TURN_CREATOR`) are not facts to reconcile with: the
+    search that finds the similar memories leaves them out."""
+    turn = read_turn(store, messages, session_id=session_id, turn_id=turn_id, subject=subject)
+    msgs, session_id, subject = turn.messages, turn.session_id, turn.subject
+    turn_text, user_text, turn_id = turn.text, turn.user_text, turn.turn_id
     timeout = write_timeout(timeout)
 
     query = (user_text or turn_text)[:2000]
-    existing = list(store.search(query, _SEARCH_K, subject=subject)) if query.strip() else []
+    existing = [h for h in store.search(query, _SEARCH_K, subject=subject)
+                if h.memory.created_by != RAW_TURN_CREATOR] if query.strip() else []
     path, fallback, llm_ms = "heuristic", "no LLM configured", None
     candidates: list[Candidate] | None = None
     refused: list[Refused] = []

@@ -6,6 +6,8 @@
   job's transaction (:class:`JobContext`);
 - :class:`Worker`: claims jobs across tenants (fairly, with leases), runs them, records
   failures with backoff; ``memdb worker`` runs one.
+- :mod:`memdb.jobs.remember`: the ``remember`` job of ``store.remember(..., wait=False)``
+  (its handler is registered on import).
 """
 
 from ._models import FINISHED, PENDING, STATES, Job, PermanentFailure, QueueFull
@@ -13,7 +15,8 @@ from ._queue import CHANNEL, DEFAULT_MAX_PENDING, enqueue
 from ._registry import Handler, Registry, handlers
 from ._worker import JobContext, Worker
 from .family import Jobs
+from .remember import RememberJob
 
 __all__ = ["Job", "Jobs", "JobContext", "Worker", "Registry", "Handler", "handlers",
            "QueueFull", "PermanentFailure", "STATES", "FINISHED", "PENDING", "CHANNEL",
-           "DEFAULT_MAX_PENDING", "enqueue"]
+           "DEFAULT_MAX_PENDING", "enqueue", "RememberJob"]
