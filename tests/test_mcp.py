@@ -370,6 +370,8 @@ def test_http_a_key_of_one_tenant_reaches_nothing_of_another_through_any_tool(
             "remember_image": {"subject": "ulla", "image_base64": base64.b64encode(
                 text_image("Ulla's chess club", size=24)).decode()},
             "job": {"id": job},
+            "remember_turn": {"subject": "ulla", "text": "Ulla's vault combination?",
+                              "wait": False},
         }
         assert set(calls) == {t.name for t in TOOLS}
         async with http_session(served.url, "key-globex") as b:

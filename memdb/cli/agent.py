@@ -8,8 +8,10 @@ import sys
 
 import click
 
+from ..ops.remember import REMEMBER
 from ..tool import tool_schema
 from ._app import cli, emit_json, json_option, store
+from ._generate import declared
 from ._shared import FINITE
 
 
@@ -47,26 +49,30 @@ def tool_call(arguments: str, subject: str | None, source_id: str | None,
 
 @cli.command()
 @click.argument("text", nargs=-1, required=True)
-@click.option("--session", "session_id", help="The session the turn belongs to.")
-@click.option("--subject", help="Whose memories (default: default).")
-@click.option("--turn-id", help="The turn's id, recorded as the source_id of user statements "
-                                "(default: a hash of the session and the text).")
+@declared(REMEMBER, skip=("text",))
 @click.option("--no-llm", is_flag=True, help="Use the heuristic extractor even if "
                                              "MEMDB_LLM_MODEL is set.")
 @click.option("--timeout", type=FINITE, help="Seconds to wait for the LLM at most "
                                             "(default $MEMDB_LLM_TIMEOUT_REMEMBER or 60).")
-@click.option("--dry-run", is_flag=True, help="Show the decisions; write nothing.")
 @json_option
 def remember(text: tuple[str, ...], session_id: str | None, subject: str | None,
              turn_id: str | None, no_llm: bool, timeout: float | None, dry_run: bool,
-             as_json: bool) -> None:
+             wait: bool, as_json: bool) -> None:
     """Extract facts from TEXT (what the user said; "-" reads stdin), reconcile them with
     similar memories and write them through the write gate (LLM from MEMDB_LLM_*, else
-    Chinese/English heuristics)."""
+    Chinese/English heuristics). --no-wait: keep the turn and return its job at once (a
+    worker does the extraction: `memdb worker`, `memdb serve`)."""
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
     kwargs = {"llm": None} if no_llm else {}
     result = store().remember(body, session_id=session_id, subject=subject, turn_id=turn_id,
-                              timeout=timeout, dry_run=dry_run, **kwargs)
+                              timeout=timeout, dry_run=dry_run, wait=wait, **kwargs)
+    if not wait:
+        if as_json:
+            emit_json(result.to_dict())
+        else:
+            click.echo(f"job {result.job_id}: {result.state} (turn {result.turn_id} kept as "
+                       f"memory {result.memory_id or '-'}, {result.outcome})")
+        return
     if as_json:
         emit_json(result.to_dict())
         return

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response, Security
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 
 from .. import _validate as v
@@ -24,9 +25,9 @@ from ..ingest import TextSource
 from ..keys import Binding
 from ..ops import catalog as ops
 from ..ops import families as fam
+from ..ops import remember as remember_ops
 from ..search import SearchOptions
 from . import _docs, _errors
-from .jobs import router as jobs_router
 from ._generate import arguments
 from ._limits import BodyLimit
 from ._models import (
@@ -77,6 +78,7 @@ from ._settings import ServerSettings
 from ._state import DoorState
 from .files import PREFIX as FILES_PREFIX
 from .files import router as files_router
+from .jobs import router as jobs_router
 
 __all__ = ["create_app"]
 
@@ -276,12 +278,17 @@ async def recall(body: RecallIn, request: Request, store: Store) -> Any:
     return out
 
 
-@retrieval.post("/remember")
+@retrieval.post("/remember", responses={202: {"description": "wait false: the turn is "
+                                                "kept and its job enqueued (job_id)"}})
 async def remember(body: RememberIn, store: Store) -> Any:
-    """Extract memories from a conversation turn and write them (through the write gate)."""
-    return jsonable(await store.remember(body.messages, session_id=body.session_id,
-                                         turn_id=body.turn_id, subject=body.subject,
-                                         dry_run=body.dry_run))
+    """Extract memories from a conversation turn and write them (through the write gate).
+    With ``wait`` false: 202 at once, the turn kept as said and a job doing the extraction
+    (its ``job_id``: ``GET /v1/jobs/{job_id}``)."""
+    args = arguments(remember_ops.REMEMBER, body, skip=("text",), defaults=True)
+    result = await store.remember(body.messages, **args)
+    if not args["wait"]:
+        return JSONResponse(jsonable(result), status_code=202)
+    return jsonable(result)
 
 
 @retrieval.post("/context")

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from ..ops import catalog as ops
 from ..ops import families as fam
+from ..ops import remember as remember_ops
 from ._generate import Body, arguments, declared, request_model
 
 __all__ = [
@@ -113,12 +114,13 @@ class _RecallFields(_Body):
 RecallIn = request_model(ops.RECALL, "RecallIn", base=_RecallFields)
 
 
-class RememberIn(_Body):
+class _RememberFields(_Body):
     messages: list[dict[str, Any]] | str
-    session_id: str | None = Name
-    turn_id: str | None = Name
-    subject: str | None = Name
-    dry_run: bool = False
+
+
+# the turn is "messages" here (a string or a list of {role, content}), not the text argument
+RememberIn = request_model(remember_ops.REMEMBER, "RememberIn", base=_RememberFields,
+                           skip=("text",))
 
 
 class _ContextFields(_Body):

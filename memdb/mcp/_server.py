@@ -290,6 +290,11 @@ async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
         answer = await store.documents.ask(args["question"], args["k"],
                                            include_memories=args["include_memories"], **where)
         return answer.to_dict()
+    if name == "remember_turn":
+        result = await store.remember(args["text"], session_id=args.get("session_id"),
+                                      turn_id=args.get("turn_id"), subject=subject,
+                                      dry_run=args["dry_run"], wait=args["wait"])
+        return result.to_dict()
     if name == "job":
         return {"job": (await store.jobs.get(args["id"])).to_json()}
     if name == "remember_image":

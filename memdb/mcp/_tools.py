@@ -18,6 +18,7 @@ from ..ops import Operation
 from ..ops import catalog as ops
 from ..ops import files as file_ops
 from ..ops import jobs as job_ops
+from ..ops import remember as remember_ops
 
 __all__ = ["ToolSpec", "TOOLS", "tool_specs", "input_schema", "check_arguments",
            "MAX_DOCUMENT_CHARS"]
@@ -78,6 +79,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     _tool(ops.ADD_DOCUMENT),
     _tool(ops.ASK),
     _tool(job_ops.JOB),
+    _tool(remember_ops.REMEMBER),
     _tool(file_ops.PERCEIVE),
 )
 _BY_NAME = {t.name: t for t in TOOLS}
