@@ -435,3 +435,19 @@ jobs = sa.Table(
              postgresql_where=sa.text("state IN ('queued', 'failed', 'running')")),
     sa.Index("jobs_created_idx", "tenant", "created_at"),
 )
+
+# revision 0023: schedules of recurring jobs (memdb/jobs/_schedules.py)
+job_schedules = sa.Table(
+    "job_schedules", metadata,
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("payload", JSONB, nullable=False),
+    sa.Column("period_seconds", sa.Integer, nullable=False),
+    sa.Column("next_run", TS, nullable=False),
+    sa.Column("last_run", TS),
+    sa.Column("last_job", UUID(as_uuid=True)),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "kind", name="job_schedules_pkey"),
+    sa.Index("job_schedules_due_idx", "next_run", "tenant"),
+)

@@ -27,6 +27,7 @@ TENANT_TABLES = {
     "retrieval_traces", "entities", "entity_mentions", "entity_relations", "item_vectors",
     "jobs",
     "percepts",
+    "job_schedules",
 }
 REFERENCE_TABLES = {"embedding_spaces", "api_keys"}
 

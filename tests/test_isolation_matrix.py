@@ -77,6 +77,9 @@ EXPECTED: dict[str, dict[str, str]] = {
     # application role (they finish or are cancelled)
     "jobs": {"read": "T / T / 0", "insert": "T / T / 0", "update": "T / T / 0",
              "delete": DENIED},
+    # revision 0023: schedules of recurring jobs, per tenant; a tenant removes its own
+    "job_schedules": {"read": "T / T / 0", "insert": "T / T / 0", "update": "T / T / 0",
+                      "delete": "T / T / 0"},
     "api_keys": dict.fromkeys(OPS, DENIED),  # revision 0012: only the admin keeps keys
 }
 # grouped as in docs/isolation.md: tables whose rows are all OWN share one line
@@ -84,7 +87,7 @@ _GROUPS = [
     ("memories", "memory_usage", "review_queue", "sediment_runs", "documents",
      "document_chunks", "sessions", "session_messages", "entities", "entity_mentions",
      "entity_relations", "item_vectors", "percepts"),
-    ("memory_history",), ("retrieval_traces",), ("jobs",),
+    ("memory_history",), ("retrieval_traces",), ("jobs",), ("job_schedules",),
     ("bm25_terms", "bm25_stats", "api_keys"),
     ("embedding_spaces",),
 ]
@@ -122,6 +125,7 @@ def _seed(dsn: str, embedder) -> None:
                 MemdbStore(store=store).put(("kb",), "k", {"t": f"{subject} 笔记"},
                                             index=["t"])                 # item_vectors
                 store.jobs.enqueue("test.seed", {"subject": subject})        # jobs
+                store.jobs.schedule("test.seed", every=3600)                 # job_schedules
                 store.perceive(text_image(f"{subject} 笔记", lang="zh", size=24),  # percepts
                                ocr="none", caption=False)
     with psycopg.connect(dsn, autocommit=True) as conn:

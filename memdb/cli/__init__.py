@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registers the commands)
     files,
     graph,
     ingest,
+    job_schedules,
     jobs,
     keys,
     lifecycle,

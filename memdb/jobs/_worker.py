@@ -37,6 +37,7 @@ from ._models import Job, PermanentFailure
 from ._queue import CHANNEL, claim
 from ._registry import Registry
 from ._registry import handlers as default_handlers
+from ._schedules import enqueue_due
 
 __all__ = ["Worker", "JobContext"]
 
@@ -74,6 +75,8 @@ class Worker:
     ``backoff``: seconds before the first retry of a failed job, doubling at each attempt.
     ``poll_interval``: the longest an idle thread sleeps without a notification.
     ``store_factory``: ``tenant -> MemoryStore`` for ``ctx.store`` (cached per tenant).
+    ``schedules``: enqueue the due schedules (of its tenants and kinds) each time it looks for
+    work, at most once per ``schedule_interval`` seconds (``memdb.enqueue_due_schedules``).
     """
 
     def __init__(self, dsn: str | None = None, *, concurrency: int = 1,
@@ -81,7 +84,8 @@ class Worker:
                  kinds: list[str] | None = None, lease: float = 60.0,
                  poll_interval: float = 30.0, backoff: float = 1.0,
                  worker_id: str | None = None,
-                 store_factory: Callable[[str], Any] | None = None) -> None:
+                 store_factory: Callable[[str], Any] | None = None,
+                 schedules: bool = True, schedule_interval: float = 1.0) -> None:
         if not isinstance(concurrency, int) or not 1 <= concurrency <= 256:
             raise InvalidInput("concurrency must be an integer 1-256")
         for name, value in (("lease", lease), ("poll_interval", poll_interval)):
@@ -107,6 +111,8 @@ class Worker:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self.counts = {"done": 0, "failed": 0, "dead": 0, "lost": 0}
+        self.schedules, self.schedule_interval = bool(schedules), float(schedule_interval)
+        self._schedules_at: float | None = None  # monotonic time of the last look
 
     def __repr__(self) -> str:
         return f"Worker(id={self.id!r}, concurrency={self.concurrency}, tenants={self.tenants!r})"
@@ -187,9 +193,27 @@ class Worker:
             self.counts[outcome] += 1
         return outcome
 
+    def enqueue_schedules(self, *, force: bool = False) -> int:
+        """Enqueue the due schedules of this worker's tenants and kinds (at most once per
+        ``schedule_interval`` unless ``force``); how many jobs it made."""
+        kinds = self.kinds
+        if not self.schedules or not kinds:
+            return 0
+        now = time.monotonic()
+        with self._lock:
+            if not force and self._schedules_at is not None \
+                    and now - self._schedules_at < self.schedule_interval:
+                return 0
+            self._schedules_at = now
+        with self.db.transaction(tenant="") as conn:  # memdb_app; the function is a definer
+            rows = enqueue_due(conn, self.tenants, kinds)
+        return sum(1 for r in rows if r["created"])
+
     def run_pending(self) -> int:
-        """Claim and handle jobs in the calling thread until none is due; how many ran."""
+        """Claim and handle jobs in the calling thread until none is due; how many ran
+        (the due schedules are enqueued first: :meth:`enqueue_schedules`)."""
         n = 0
+        self.enqueue_schedules()
         while not self._stopping.is_set():
             jobs = self.claim(1)
             if not jobs:

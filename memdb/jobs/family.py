@@ -24,6 +24,7 @@ from ..ops.jobs import MAX_JOBS_LIST as MAX_LIST
 from ._models import STATES, Job
 from ._queue import DEFAULT_MAX_PENDING, enqueue, queue_errors
 from ._registry import Registry, check_kind
+from ._schedules import ScheduleMethods
 
 __all__ = ["Jobs", "MAX_LIST"]
 
@@ -37,8 +38,9 @@ def _id(value: object) -> UUID:
         raise InvalidInput(f"not a job id (UUID): {str(value)[:80]!r}") from None
 
 
-class Jobs(Family):
-    """The store's tenant's jobs: enqueue, get, list, wait, cancel, retry, stats."""
+class Jobs(ScheduleMethods, Family):
+    """The store's tenant's jobs: enqueue, get, list, wait, cancel, retry, stats; and its
+    schedules of recurring jobs (schedule, schedules, unschedule, run_schedules)."""
 
     max_pending: int = DEFAULT_MAX_PENDING  # the tenant's bound of unfinished jobs
 
