@@ -49,7 +49,15 @@ class _Rapid:
         except ImportError as exc:
             raise MissingDependency("OCR needs rapidocr-onnxruntime: "
                                     "pip install 'memdb[images]'") from exc
-        self._engine = RapidOCR()
+        # One thread (MEMDB_OCR_THREADS): on a shared 2-core machine more only contend. The
+        # detector keeps the wheel's input size (the shorter side enlarged to 736 px): smaller
+        # sizes are up to 24 times faster but run English words together ("Invoicetotal4280"),
+        # which hides them from BM25 (docs/perceptual.md has the measurements)
+        raw = os.environ.get("MEMDB_OCR_THREADS") or "1"
+        if not raw.isdigit() or not 1 <= int(raw) <= 64:
+            raise InvalidInput(f"MEMDB_OCR_THREADS must be a whole number from 1 to 64, "
+                               f"got {raw!r}")
+        self._engine = RapidOCR(intra_op_num_threads=int(raw), inter_op_num_threads=1)
         self._lock = threading.Lock()  # one onnxruntime session, used by one caller at a time
 
     def read(self, image: Any) -> str:
