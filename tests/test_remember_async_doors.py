@@ -92,3 +92,49 @@ def test_mcp_remember_turn_wait_false(door, module_db, embedder):
         assert acme.get(out["memory_id"]).subject == "alice"
         _drain(module_db, embedder, "acme")
         assert acme.jobs.get(out["job_id"]).state == "done"
+
+
+@pytest.mark.parametrize("flag", ["--worker", "--no-worker"])
+def test_serve_runs_a_worker_unless_told_not_to(fresh_db, embedder, flag):
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    key = make_keys(fresh_db, embedder)["alice"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "memdb.cli", "--dsn", fresh_db, "serve",
+                             "--port", "0", "--json", flag], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        lines: list[str] = []
+        while not lines or lines[-1].strip() != "}":
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line)
+        url = json.loads("".join(lines))["url"]
+        headers = {"Authorization": f"Bearer {key}"}
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            try:
+                sent = httpx.post(f"{url}/v1/remember", headers=headers, timeout=120,
+                                  json={"messages": "我对花生过敏。", "wait": False})
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "memdb serve did not answer"
+                time.sleep(0.2)
+        assert sent.status_code == 202, sent.text
+        job_url = f"{url}/v1/jobs/{sent.json()['job_id']}"
+        deadline = time.monotonic() + (60 if flag == "--worker" else 3)
+        state = "queued"
+        while state not in ("done", "dead") and time.monotonic() < deadline:
+            state = httpx.get(job_url, headers=headers, timeout=30).json()["state"]
+            time.sleep(0.2)
+        assert state == ("done" if flag == "--worker" else "queued")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -54,12 +54,15 @@ _OPTIONS = [
 @_server_options
 @click.option("--ui", "with_ui", is_flag=True,
               help="Also serve the memory browser's pages at /ui (see `memdb ui`).")
+@click.option("--worker/--no-worker", "with_worker", default=True, show_default=True,
+              help="Run a job worker in this process (every tenant's jobs: remember with "
+                   "wait false...); --no-worker when `memdb worker` runs elsewhere.")
 @json_option
 @click.pass_obj
 def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tuple[str, ...],
           max_body: int, rate: float, burst: int, auth_failure_rate: float, max_stores: int,
           log_level: str, as_json: bool, with_ui: bool = False,
-          max_ingest_chunks: int = 64) -> None:
+          max_ingest_chunks: int = 64, with_worker: bool = True) -> None:
     """Serve the HTTP API (OpenAPI document at /openapi.json, docs at /docs). Every request
     carries an API key: `Authorization: Bearer mdb_...` (or `X-API-Key`); the key selects the
     tenant and subject, row-level security does the rest. --json prints where it listens as
@@ -83,7 +86,21 @@ def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tupl
     else:
         click.echo(f"memdb serve: {url} (OpenAPI: {url}/openapi.json"
                    + (f"; memory browser: {url}/ui/" if with_ui else "") + ")", err=True)
-    run(settings, host=host, port=port, log_level=log_level)
+    worker = _worker(settings.dsn) if with_worker else None
+    try:
+        run(settings, host=host, port=port, log_level=log_level)
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+def _worker(dsn: str | None):  # type: ignore[no-untyped-def]
+    """An in-process job worker for every tenant (background threads; docs/jobs.md)."""
+    from ..jobs import Worker
+    from ..store import MemoryStore
+
+    return Worker(dsn, store_factory=lambda tenant: MemoryStore(dsn, tenant=tenant,
+                                                                pool_size=2)).start()
 
 
 @cli.command("ui")
