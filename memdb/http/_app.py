@@ -22,6 +22,7 @@ from .._json import jsonable
 from .._redact import redact
 from ..errors import Forbidden, InvalidInput, TooLarge
 from ..ingest import TextSource
+from ..jobs import builtin as builtin_jobs
 from ..keys import Binding
 from ..ops import catalog as ops
 from ..ops import families as fam
@@ -372,9 +373,20 @@ documents = APIRouter(prefix="/v1/documents", tags=["documents"], responses=ERRO
 async def ingest(body: IngestIn, request: Request, store: Store) -> Any:
     """Ingest texts as documents (chunked, embedded, searchable). Only text: the server never
     reads a path from a request. One request writes at most the server's
-    ``max_ingest_chunks`` chunks: more is refused with 413 before anything is embedded."""
-    sources = [TextSource(id=d.id, text=d.text, title=d.title, format=d.format,
-                          metadata=d.metadata) for d in body.documents]
+    ``max_ingest_chunks`` chunks: more is refused with 413 before anything is embedded.
+    ``wait`` false (or unset, with texts over 16,000 characters): a ``documents.ingest`` job
+    is enqueued instead and the answer is 202 with its id (GET /v1/jobs/{job_id})."""
+    docs = [{"id": d.id, "text": d.text, "title": d.title, "format": d.format,
+             "metadata": d.metadata} for d in body.documents]
+    if not body.dry_run and builtin_jobs.queue_ingest(body.wait, docs):
+        payload = builtin_jobs.ingest_job(
+            docs, store.subject, **arguments(ops.ADD_DOCUMENT, body, skip=INGEST_SKIPS),
+            importance=body.importance, chunk_tokens=body.chunk_tokens, force=body.force)
+        job = await store.jobs.enqueue("documents.ingest", payload)
+        return JSONResponse(jsonable({"job_id": job.id, "state": job.state,
+                                      "kind": job.kind, "status": f"/v1/jobs/{job.id}"}),
+                            status_code=202)
+    sources = [TextSource(**d) for d in docs]
     limit = request.app.state.door.settings.max_ingest_chunks
     try:
         report = await store.documents.ingest(

@@ -165,6 +165,9 @@ class _IngestFields(_Body):
     chunk_tokens: int = Field(default=256, ge=16, le=4096)
     dry_run: bool = False
     force: bool = False
+    # true: ingest in this request; false: enqueue a documents.ingest job and answer 202 with
+    # it; default: the job when the texts exceed memdb.jobs.builtin.QUEUE_INGEST_CHARS
+    wait: bool | None = None
 
 
 # Each item of documents is one document (its id, text, title, format); the rest is declared.

@@ -36,7 +36,12 @@ from ..errors import InvalidInput
 from ._models import PermanentFailure
 from ._registry import Registry, handlers
 
-__all__ = ["KINDS", "register"]
+__all__ = ["KINDS", "register", "QUEUE_INGEST_CHARS", "ingest_job", "queue_ingest"]
+
+# The doors (POST /v1/documents, the MCP tool add_document) ingest through the queue, and
+# answer with the job at once, when the documents' texts hold more characters than this
+# (about 16 chunks: a second or two of embedding on a laptop core), unless told otherwise.
+QUEUE_INGEST_CHARS = 16_000
 
 
 def _plain(value: Any) -> Any:
@@ -136,6 +141,34 @@ def ingest_documents(ctx: Any) -> dict[str, Any]:
         raise PermanentFailure(f"unknown ingest options {bad}")
     report = ctx.store.documents.ingest(docs, **opts)
     return _plain(report.to_dict() if hasattr(report, "to_dict") else report)
+
+
+def queue_ingest(wait: bool | None, documents: list[dict[str, Any]]) -> bool:
+    """Whether a door ingests ``documents`` through the queue: ``wait`` False, or None (the
+    default) with more than :data:`QUEUE_INGEST_CHARS` characters of text."""
+    if wait is not None:
+        return not wait
+    return sum(len(d.get("text") or "") for d in documents) > QUEUE_INGEST_CHARS
+
+
+def ingest_job(documents: list[dict[str, Any]], store_subject: str | None,
+               **options: Any) -> dict[str, Any]:
+    """The payload of a ``documents.ingest`` job for a door: the documents (texts) and the
+    ingest options set. ``store_subject``: the subject the caller is confined to (an API key
+    bound to a subject), which the job keeps: the worker's store is not confined, so a subject
+    other than the caller's is refused here (:class:`~memdb.errors.Forbidden`)."""
+    from ..errors import Forbidden
+
+    opts = {k: v for k, v in options.items() if v is not None}
+    bad = sorted(set(opts) - set(INGEST_OPTIONS))
+    if bad:
+        raise InvalidInput(f"unknown ingest options {bad}")
+    if store_subject is not None:
+        if opts.get("subject", store_subject) != store_subject:
+            raise Forbidden(f"this key is confined to subject {store_subject!r}")
+        opts["subject"] = store_subject
+    docs = [{k: v for k, v in d.items() if v is not None} for d in documents]
+    return {"documents": docs, "options": opts}
 
 
 KINDS: dict[str, Callable[[Any], Any]] = {

@@ -31,6 +31,7 @@ from .._doors import StoreCache
 from .._redact import redact
 from ..errors import Forbidden, InvalidInput, MemdbError, TooLarge
 from ..ingest import TextSource
+from ..jobs import builtin as builtin_jobs
 from ..tool import TOOL_NAME, hit_result
 from ..uris import is_uri
 from ._tools import TOOLS, ToolSpec, check_arguments, input_schema
@@ -275,6 +276,15 @@ async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
                                     args["budget_tokens"], subject=subject, k=args["k"])
         return built.to_dict()
     if name == "add_document":
+        doc = {"id": args["document_id"], "text": args["text"], "title": args.get("title"),
+               "format": args["format"]}
+        if builtin_jobs.queue_ingest(None, [doc]):  # a big text: a job, answered at once
+            payload = builtin_jobs.ingest_job([doc], store.subject, subject=subject,
+                                              category=args.get("category", "general"),
+                                              tags=args.get("tags"))
+            job = await store.jobs.enqueue("documents.ingest", payload)
+            return {"job_id": str(job.id), "state": job.state, "kind": job.kind,
+                    "note": "ingesting in the background: see the job tool"}
         source = TextSource(args["document_id"], args["text"], title=args.get("title"),
                             format=args["format"])
         try:
