@@ -181,3 +181,22 @@ def test_cli_schedule_set_list_run_remove(fresh_db, embedder):
                    "memories.sediment") == {"removed": True}
     assert run(fresh_db, "--tenant", "acme", "jobs", "schedule", "remove",
                "memories.sediment").exit_code == 1
+
+
+def test_reembed_job_after_a_model_change(stores, embedder, raw):
+    """A model change leaves memories without a vector (here: cleared as the admin); the
+    embeddings.reembed job embeds them, and running it again writes nothing."""
+    acme, _ = stores
+    acme.add_many(["Bob's flight lands at 9 pm.", "鲍勃的航班晚上九点降落。"])
+    raw.execute("UPDATE memdb.memories SET embedding = NULL WHERE tenant = 'acme'")
+    first = acme.jobs.enqueue("embeddings.reembed", {"batch_size": 1})
+    worker = _worker(acme, embedder)
+    try:
+        worker.run(until_idle=True)
+        second = acme.jobs.enqueue("embeddings.reembed")
+        worker.run(until_idle=True)
+    finally:
+        worker.stop()
+    assert acme.jobs.get(first.id).result == {"embedded": 2}
+    assert acme.jobs.get(second.id).result == {"embedded": 0}
+    assert acme.search("航班 降落", 1)[0].memory.content == "鲍勃的航班晚上九点降落。"
