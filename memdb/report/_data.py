@@ -23,6 +23,9 @@ EXPIRY_HORIZONS = (("within_7d", "7 days"), ("within_30d", "30 days"),
                    ("within_365d", "365 days"))
 
 
+JOB_HOURS = 48  # the job queue's throughput plot: the last two days, by hour
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
@@ -49,6 +52,8 @@ def collect(store: Any, subject: str | None = None) -> dict[str, Any]:
         traces = _rows(conn, "report_traces", params)[0]
         intents = _rows(conn, "report_trace_intents", params)
         latencies = [r["ms"] for r in _rows(conn, "report_trace_latencies", params)]
+        jobs = _rows(conn, "job_stats", params)[0]  # the queue is per tenant (no subject)
+        jobs_hourly = _rows(conn, "job_throughput", {**params, "hours": JOB_HOURS})
     traces["intents"] = {r["intent"]: r["n"] for r in intents}
     return {
         "tenant": store.tenant,
@@ -64,6 +69,8 @@ def collect(store: Any, subject: str | None = None) -> dict[str, Any]:
         "supersessions": supersessions,
         "traces": traces,
         "latencies": latencies,
+        "jobs": jobs,
+        "jobs_hourly": jobs_hourly,
     }
 
 

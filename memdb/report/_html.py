@@ -107,6 +107,19 @@ def render(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
         _img("intents", pngs, "search intents"),
         _table("intents", ["intent", "searches"], [[k, n] for k, n in t["intents"].items()]),
     ]
+    jobs = data.get("jobs")
+    if jobs is not None:
+        parts += [
+            "<h2>Job queue · 任务队列</h2>",
+            "<p>Background jobs of the tenant (all subjects): depth by state, the age of the "
+            "oldest due job, and jobs finished per hour over the last two days.</p>",
+            _img("jobs", pngs, "jobs finished per hour"),
+            _table("jobs", ["figure", "value"], [[k, jobs[k]] for k in (
+                "queued", "running", "failed", "dead", "done", "cancelled",
+                "oldest_due_seconds", "done_last_hour", "dead_last_hour")]),
+            _table("jobs_hourly", ["hour", "done", "dead"],
+                   [[r["hour"], r["done"], r["dead"]] for r in data["jobs_hourly"]]),
+        ]
     ev = data.get("eval")
     if ev:
         cats_ev = sorted({c for r in ev["routes"].values() for c in r["categories"]})

@@ -11,7 +11,7 @@ import functools
 import io
 import logging
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from ..errors import MissingDependency
@@ -170,6 +170,35 @@ def _latency(plt: Any, data: dict[str, Any]) -> bytes:
     return _png(plt, fig)
 
 
+def _jobs(plt: Any, data: dict[str, Any]) -> bytes:
+    """Jobs finished per hour (done and dead) over the last two days, with the queue's depth
+    and the age of its oldest due job in the title."""
+    rows, q = data.get("jobs_hourly") or [], data.get("jobs") or {}
+    oldest = q.get("oldest_due_seconds")
+    title = (f"Jobs finished per hour (queued {q.get('queued', 0)}, running "
+             f"{q.get('running', 0)}, oldest due "
+             + ("-" if oldest is None else f"{oldest:.0f} s") + ")")
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    hours = [datetime.fromisoformat(r["hour"]) for r in rows]
+    width = 1 / 24 * 0.8
+    ax.bar(hours, [r["done"] for r in rows], width, color="#55A868", label="done")
+    ax.bar(hours, [r["dead"] for r in rows], width, bottom=[r["done"] for r in rows],
+           color="#C44E52", label="dead")
+    if not rows:  # the axes of the last two days, empty
+        end = datetime.fromisoformat(data["generated_at"])
+        ax.set_xlim(end - timedelta(hours=48), end)
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, "no finished jobs", ha="center", va="center", fontsize=14,
+                color="#888", transform=ax.transAxes)
+    ax.set_ylabel("jobs")
+    ax.set_xlabel("hour (UTC)")
+    ax.xaxis_date()
+    fig.autofmt_xdate()
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return _png(plt, fig)
+
+
 def _eval(plt: Any, ev: dict[str, Any]) -> bytes:
     routes = list(ev["routes"])
     cats = sorted({c for r in ev["routes"].values() for c in r["categories"]})
@@ -227,6 +256,8 @@ def figures(data: dict[str, Any]) -> dict[str, bytes]:
                                 [100 * t["empty_rate"], 100 * t["fallback_rate"],
                                  100 * t["degraded_rate"]], ylabel="%", fmt="{:.1f}"),
     }
+    if "jobs" in data:
+        makers["jobs"] = lambda: _jobs(plt, data)
     if data.get("eval"):
         makers["eval_recall"] = lambda: _eval(plt, data["eval"])
     fonts = logging.getLogger("matplotlib.font_manager")

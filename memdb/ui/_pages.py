@@ -49,6 +49,7 @@ def _nav(binding: Any, key: str, tenant: str | None) -> Markup:
         tag("a", "Subjects", href="/ui/"), tag("a", "Memories", href="/ui/memories"),
         tag("a", "Search", href="/ui/search"), tag("a", "Review", href="/ui/review"),
         tag("a", "Maintenance", href="/ui/maintenance"), tag("a", "Graph", href="/ui/graph"),
+        tag("a", "Jobs", href="/ui/jobs"),
         tag("span", "admin · " if binding.is_admin else "", "tenant ", text(who),
             class_="muted"), " ", switch, " ",
         tag("form", _csrf_field(key), tag("button", "Log out", type="submit"),
