@@ -130,6 +130,10 @@ def _table(headers: list[Any], rows: list[list[Any]]) -> Markup:
                [tag("tr", [tag("td", c) for c in row]) for row in rows])
 
 
+# what the pages of the package's other modules use (memdb.ui._jobs)
+page_context, table = _context, _table
+
+
 def _counts(counts: dict[str, int]) -> Markup:
     return Markup(", ".join(f"{esc(k)} {int(n)}" for k, n in sorted(counts.items())))
 
