@@ -65,7 +65,7 @@ from .models import (
     SourceType,
 )
 from .ops.catalog import MAX_K  # declared once, with the operations
-from .perceive import Perceived, Percepts, perceive
+from .perceive import Perceived, Percepts, Transcriber, perceive
 from .recall import RecallMixin
 from .replica import DEFAULT_TIMEOUT, ReadReplica, check_consistency, check_timeout
 from .review import Review
@@ -613,14 +613,19 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                  caption: bool | ChatLLM = True, keep_bytes: int | None = None,
                  max_bytes: int | None = None, tags: Sequence[str] | None = None,
                  metadata: dict[str, Any] | None = None, importance: float | None = None,
-                 reason: str | None = None) -> Perceived:
+                 reason: str | None = None, transcribe: bool | Transcriber = True,
+                 max_seconds: float | None = None) -> Perceived:
         """Remember an image (a path, or its bytes) as a perceptual memory: its content is
         the text OCR finds in it (Chinese and English) and a caption from the vision model
         ``MEMDB_VISION_MODEL`` configures, if any; its time is the EXIF time taken; the file
         is described in ``memdb.percepts`` (sha256, MIME type from the content, size,
         dimensions, reference, bytes up to ``keep_bytes``, thumbnail, EXIF place). Hostile or
         unreadable files are refused (UnsupportedFormat, MalformedFile, TooLarge) before
-        anything is written. See :func:`memdb.perceive.perceive` for the options.
+        anything is written. A recording (WAV, MP3, Ogg, M4A) becomes a memory of modality
+        ``audio``: its transcript with segment times from the endpoint
+        ``MEMDB_TRANSCRIBE_MODEL`` configures, else kept ``not_transcribed`` for
+        ``store.percepts.transcribe_pending()``; longer than ``max_seconds``: TooLarge. See
+        :func:`memdb.perceive.perceive` for the options.
 
         >>> store.perceive("receipt.jpg", subject="alice").text       # doctest: +SKIP
         '发票总额为四千二百八十元'
@@ -628,7 +633,8 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         v.reason(reason)
         return perceive(self.core, source, subject=subject, name=name, ref=ref, ocr=ocr,
                         caption=caption, keep_bytes=keep_bytes, max_bytes=max_bytes,
-                        tags=tags, metadata=metadata, importance=importance, reason=reason)
+                        tags=tags, metadata=metadata, importance=importance, reason=reason,
+                        transcribe=transcribe, max_seconds=max_seconds)
 
     @_reads_on_primary
     def update(self, memory_id: UUID | str, *, reason: str | None = None,

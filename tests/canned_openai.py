@@ -11,6 +11,10 @@ so memdb's code runs unchanged. One server serves both endpoints:
   :class:`Reply` text, an HTTP error :class:`Status`, a :class:`Delay` before a reply (to
   make the client time out), or :class:`ToolCalls` (an assistant message with ``tool_calls``,
   finish_reason ``tool_calls``, for function-calling agents).
+* ``POST /v1/audio/transcriptions`` (multipart, as the real client uploads a file) from
+  ``transcripts``, in order (the last one repeats): a :class:`Transcription` (the
+  ``verbose_json`` reply: text, language, duration and timed segments) or a :class:`Status`.
+  The recorded body has the form's fields and ``file`` (name, size, type, sha256).
 
 Every request is recorded in ``requests`` (path, JSON body, Authorization header) for
 assertions. ::
@@ -29,6 +33,8 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from email import policy
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -37,6 +43,7 @@ import numpy as np
 MODES = ("ok", "error", "slow", "nan", "short", "echo_key")
 EMBEDDINGS = "/v1/embeddings"
 CHAT = "/v1/chat/completions"
+TRANSCRIPTIONS = "/v1/audio/transcriptions"
 
 
 @dataclass
@@ -76,11 +83,46 @@ class ToolCalls:
 Step = Reply | Status | Delay | ToolCalls
 
 
+@dataclass
+class Transcription:
+    """A 200 ``verbose_json`` transcription: ``segments`` are ``(start, end, text)`` in
+    seconds; the text is the segments' texts joined."""
+
+    segments: list[tuple[float, float, str]]
+    language: str = "english"
+
+    def body(self) -> dict[str, Any]:
+        return {"task": "transcribe", "language": self.language,
+                "duration": max((end for _s, end, _t in self.segments), default=0.0),
+                "text": " ".join(t for *_, t in self.segments),
+                "segments": [{"id": i, "seek": 0, "start": start, "end": end, "text": text,
+                              "tokens": [], "temperature": 0.0, "avg_logprob": -0.1,
+                              "compression_ratio": 1.0, "no_speech_prob": 0.0}
+                             for i, (start, end, text) in enumerate(self.segments)]}
+
+
 def canned_vector(text: str, dims: int) -> list[float]:
     """A deterministic unit vector for a text (same text, same vector)."""
     seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
     v = np.random.default_rng(seed).normal(size=dims)
     return (v / np.linalg.norm(v)).tolist()
+
+
+def _form(content_type: str, raw: bytes) -> dict[str, Any]:
+    """A multipart form's fields; a file as its name, size, type and sha256."""
+    message = BytesParser(policy=policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    out: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        if part.get_filename() is not None:
+            out[name] = {"name": part.get_filename(), "size": len(data),
+                         "type": part.get_content_type(),
+                         "sha256": hashlib.sha256(data).hexdigest()}
+        else:
+            out.setdefault(name, []).append(data.decode())
+    return {k: v[0] if isinstance(v, list) and len(v) == 1 else v for k, v in out.items()}
 
 
 def _error(message: str, kind: str = "server_error") -> dict[str, Any]:
@@ -95,8 +137,10 @@ class CannedOpenAI:
     """
 
     def __init__(self, script: Sequence[Step] = (), *, dims: int = 8, mode: str = "ok",
-                 delay: float = 5.0) -> None:
+                 delay: float = 5.0,
+                 transcripts: Sequence[Transcription | Status] = ()) -> None:
         self.script = list(script)
+        self.transcripts = list(transcripts)
         self.dims, self.delay = dims, delay
         self.mode = mode
         self.requests: list[dict[str, Any]] = []
@@ -191,6 +235,16 @@ class CannedOpenAI:
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
 
+    def _transcription(self) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            step = (self.transcripts.pop(0) if len(self.transcripts) > 1
+                    else self.transcripts[0] if self.transcripts else None)
+        if step is None:
+            return 500, _error("the canned server was given no transcripts")
+        if isinstance(step, Status):
+            return step.code, _error("canned failure")
+        return 200, step.body()
+
     def _handle(self, path: str, body: dict[str, Any],
                 auth: str | None) -> tuple[int, dict[str, Any]]:
         self._record(path, body, auth)
@@ -198,6 +252,8 @@ class CannedOpenAI:
             return self._embeddings(body, auth)
         if path == CHAT:
             return self._chat(body)
+        if path == TRANSCRIPTIONS:
+            return self._transcription()
         return 404, _error("not found", "invalid_request")
 
     def __enter__(self) -> CannedOpenAI:
@@ -209,7 +265,10 @@ class CannedOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw_body = self.rfile.read(length)
+                kind = self.headers.get("Content-Type") or ""
+                body = (_form(kind, raw_body) if kind.startswith("multipart/form-data")
+                        else json.loads(raw_body or b"{}"))
                 code, payload = canned._handle(self.path.rstrip("/"), body,
                                                self.headers.get("Authorization"))
                 raw = json.dumps(payload).encode()

@@ -11,9 +11,11 @@
   re-embedding, trace purging, graph linking, session summaries, document ingestion).
 - :mod:`memdb.jobs.remember`: the ``remember`` job of ``store.remember(..., wait=False)``
   (its handler is registered on import).
+- :mod:`memdb.jobs.transcribe`: the ``transcribe`` job of
+  ``store.percepts.transcribe_pending()`` (recordings kept before they were transcribed).
 """
 
-from . import builtin  # registers the built-in job kinds
+from . import builtin, transcribe  # register the built-in and transcribe job kinds
 from ._models import FINISHED, PENDING, STATES, Job, PermanentFailure, QueueFull
 from ._queue import CHANNEL, DEFAULT_MAX_PENDING, enqueue
 from ._registry import Handler, Registry, handlers
@@ -24,4 +26,5 @@ from .remember import RememberJob
 
 __all__ = ["Job", "Jobs", "JobContext", "Worker", "Registry", "Handler", "handlers",
            "QueueFull", "PermanentFailure", "STATES", "FINISHED", "PENDING", "CHANNEL",
-           "DEFAULT_MAX_PENDING", "enqueue", "RememberJob", "Schedule", "builtin"]
+           "DEFAULT_MAX_PENDING", "enqueue", "RememberJob", "Schedule", "builtin",
+           "transcribe"]

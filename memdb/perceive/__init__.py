@@ -11,8 +11,11 @@ the EXIF time taken when there is one) and its ``memdb.percepts`` row (modality,
 type, size, dimensions, reference, the bytes when at most ``keep_bytes``, a thumbnail, the
 OCR text and caption apart, EXIF time and place). The same file (same sha256) perceived again
 for the same subject is the memory already made from it (outcome ``duplicate``; no OCR).
-Modalities ``audio`` and ``video`` and the state ``not_transcribed`` exist in the schema for
-recordings kept before they are transcribed; this module reads images.
+A recording (WAV, MP3, Ogg, M4A; :mod:`memdb.perceive._audio`) becomes a memory of modality
+``audio`` whose content is its transcript with segment times (an OpenAI-compatible
+transcription endpoint, :mod:`memdb.perceive._transcribe`), or, without an endpoint, a
+memory in the state ``not_transcribed`` transcribed later by the ``transcribe`` job
+(``store.percepts.transcribe_pending()``; :mod:`memdb.perceive._hear`).
 """
 
 from __future__ import annotations
@@ -33,17 +36,35 @@ from ..errors import InvalidInput, NotFound, TooLarge
 from ..family import Family
 from ..inputs import as_input
 from ..llm import ChatLLM
+from ._audio import MAX_SECONDS, probe, sniff_audio
 from ._caption import caption as _caption
 from ._caption import vision_from_env
+from ._hear import NOT_TRANSCRIBED, TRANSCRIBE_JOB, transcribe_memory, write_audio
 from ._image import MAX_PIXELS, decode, sniff
-from ._ocr import ocr_engine
+from ._ocr import OcrEngine, ocr_engine
+from ._transcribe import Transcriber, TranscriptionFailed, transcriber_from_env
 
 __all__ = ["perceive", "Perceived", "Percepts", "MAX_FILE_BYTES", "KEEP_BYTES", "MAX_PIXELS",
-           "is_image"]
+           "is_image", "is_audio", "MAX_SECONDS", "Transcriber", "TranscriptionFailed",
+           "transcriber_from_env", "TRANSCRIBE_JOB", "NOT_TRANSCRIBED", "OcrEngine",
+           "ocr_engine"]
 
 MAX_FILE_BYTES = 25 * 1024 * 1024  # a file over this is refused before it is read whole
 KEEP_BYTES = 1024 * 1024  # default: the file's bytes are kept in the database up to this
 _NAME_CHARS = 200
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise InvalidInput(f"{name} must be more than 0")
+    return value
 
 
 def _env_int(name: str, default: int) -> int:
@@ -62,8 +83,10 @@ def _env_int(name: str, default: int) -> int:
 @dataclass(frozen=True, slots=True)
 class Perceived:
     """What perceiving one file did: the memory (``id``, ``outcome``: created, duplicate...),
-    what was found (``text`` by OCR, ``caption``), the file's description, and ``notes`` (what
-    was tolerated or skipped: malformed EXIF, no caption and why)."""
+    what was found (``text`` by OCR or transcription, ``caption``), the file's description,
+    and ``notes`` (what was tolerated or skipped: malformed EXIF, no caption and why). For a
+    recording: ``duration_s``, ``state`` (``ok``, or ``not_transcribed``) and ``segments``
+    (``{start, end, text}``, seconds)."""
 
     id: UUID
     outcome: str
@@ -80,18 +103,27 @@ class Perceived:
     longitude: float | None
     bytes_kept: bool
     notes: tuple[str, ...] = ()
+    duration_s: float | None = None
+    state: str = "ok"
+    segments: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
         out["id"] = str(self.id)
         out["taken_at"] = None if self.taken_at is None else self.taken_at.isoformat()
         out["notes"] = list(self.notes)
+        out["segments"] = list(self.segments)
         return out
 
 
 def is_image(data: bytes) -> bool:
     """Whether ``data`` starts like an image memdb reads (PNG, JPEG, GIF, WebP, TIFF)."""
     return sniff(data) is not None
+
+
+def is_audio(data: bytes) -> bool:
+    """Whether ``data`` starts like a recording memdb reads (WAV, MP3, Ogg, M4A)."""
+    return sniff(data) is None and sniff_audio(data) is not None
 
 
 def _read(source: Any, max_bytes: int) -> tuple[bytes, str, str | None]:
@@ -130,8 +162,9 @@ def perceive(core: Any, source: Any, *, subject: str | None = None, name: str | 
              keep_bytes: int | None = None, max_bytes: int | None = None,
              max_pixels: int = MAX_PIXELS, tags: Any = None,
              metadata: dict[str, Any] | None = None, importance: float | None = None,
-             reason: str | None = None) -> Perceived:
-    """Remember an image (a path, or its bytes): see the module docstring.
+             reason: str | None = None, transcribe: bool | Transcriber = True,
+             max_seconds: float | None = None) -> Perceived:
+    """Remember an image or a recording (a path, or its bytes): see the module docstring.
 
     ``name``: how to call it (default: the file's name); ``ref``: the reference kept (default:
     the file's absolute path; none for bytes); ``ocr``: the engine (``rapidocr``,
@@ -141,6 +174,10 @@ def perceive(core: Any, source: Any, *, subject: str | None = None, name: str | 
     when it is at most this size (default ``$MEMDB_KEEP_BYTES``, else 1 MiB; 0: never);
     ``max_bytes``: refuse a larger file (default ``$MEMDB_MAX_FILE_BYTES``, else 25 MiB);
     ``max_pixels``: refuse an image with more pixels, before decoding it.
+    For a recording: ``transcribe``: True uses the endpoint ``$MEMDB_TRANSCRIBE_MODEL``
+    configures (if any), False none (state ``not_transcribed``), or a :class:`Transcriber`;
+    ``max_seconds``: refuse a longer recording (default ``$MEMDB_MAX_AUDIO_SECONDS``, else
+    3 hours). A failing endpoint raises TranscriptionFailed, nothing written.
     Errors (nothing written): UnsupportedFormat, MalformedFile, TooLarge, InvalidInput.
     """
     limit = _env_int("MEMDB_MAX_FILE_BYTES", MAX_FILE_BYTES) if max_bytes is None else max_bytes
@@ -163,6 +200,27 @@ def perceive(core: Any, source: Any, *, subject: str | None = None, name: str | 
                            {"tenant": core.tenant, "subject": who, "sha256": digest}).fetchone()
     if row is not None:
         return _existing(core, row["memory_id"], digest)
+    audio = None if sniff(data) else sniff_audio(data)
+    if audio is not None:
+        seconds = (_env_number("MEMDB_MAX_AUDIO_SECONDS", MAX_SECONDS) if max_seconds is None
+                   else max_seconds)
+        probed = probe(data, audio, name=label, max_seconds=seconds)
+        heard = transcribe if isinstance(transcribe, Transcriber) else (
+            transcriber_from_env() if transcribe else None)
+        said = None if heard is None else heard.transcribe(data, label, probed.mime)
+        mid, outcome, kept = write_audio(
+            core, data, digest, who=who, label=label, ref=ref, probed=probed,
+            transcript=said, keep=keep, metadata=metadata, tags=tags, importance=importance,
+            reason=reason)
+        return Perceived(id=mid, outcome=outcome, modality="audio", mime=probed.mime,
+                         sha256=digest.hex(), size_bytes=len(data), width=None, height=None,
+                         text="" if said is None else said.text, caption=None, taken_at=None,
+                         latitude=None, longitude=None, bytes_kept=kept,
+                         notes=tuple(probed.notes), duration_s=probed.duration_s or (
+                             None if said is None else said.duration_s),
+                         state="ok" if said else NOT_TRANSCRIBED,
+                         segments=() if said is None else tuple(
+                             s.to_dict() for s in said.segments))
     img = _bridge.blocking(decode, data, name=label, max_pixels=max_pixels)
     engine = ocr_engine(ocr)
     text = "" if engine is None else _bridge.blocking(engine.read, img.image)
@@ -205,12 +263,15 @@ def perceive(core: Any, source: Any, *, subject: str | None = None, name: str | 
 
 def _existing(core: Any, memory_id: UUID, digest: bytes) -> Perceived:
     row = _existing_row(core, memory_id)
+    fields = row["exif"] or {}
     return Perceived(id=memory_id, outcome="duplicate", modality=row["modality"],
                      mime=row["mime"], sha256=digest.hex(), size_bytes=row["size_bytes"],
                      width=row["width"], height=row["height"], text=row["ocr_text"] or "",
                      caption=row["caption"], taken_at=row["taken_at"],
                      latitude=row["latitude"], longitude=row["longitude"],
-                     bytes_kept=row["has_data"])
+                     bytes_kept=row["has_data"], state=row["state"],
+                     duration_s=fields.get("duration_s") if row["modality"] == "audio" else None,
+                     segments=tuple(fields.get("segments") or ()))
 
 
 class Percepts(Family):
@@ -245,6 +306,33 @@ class Percepts(Family):
         if row is None or row["data"] is None:
             raise NotFound(f"the bytes of {memory_id} were not kept")
         return bytes(row["data"]), row["mime"]
+
+    def pending(self, *, limit: int = 100) -> list[str]:
+        """The ids of current recordings not transcribed yet (state ``not_transcribed``),
+        oldest first, at most ``limit``."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInput("limit must be a whole number from 1 to 10000")
+        with self._core.read() as conn:
+            rows = conn.execute(_sql.query("pending_transcriptions"),
+                                {"tenant": self._core.tenant, "limit": limit}).fetchall()
+        return [str(r["memory_id"]) for r in rows]
+
+    def transcribe(self, memory_id: UUID | str, *,
+                   transcriber: Transcriber | None = None) -> dict[str, Any]:
+        """Transcribe one recording kept ``not_transcribed`` now, through ``transcriber``
+        (default: the endpoint ``$MEMDB_TRANSCRIBE_MODEL`` configures), and update its memory;
+        a recording already transcribed is left as it is (outcome ``already_transcribed``).
+        InvalidInput when no endpoint is configured; TranscriptionFailed when it fails."""
+        return transcribe_memory(self._store, _uuid(memory_id),
+                                 transcriber or transcriber_from_env())
+
+    def transcribe_pending(self, *, limit: int = 100) -> list[Any]:
+        """Enqueue a ``transcribe`` job for each recording not transcribed yet (at most
+        ``limit``; one job per recording: enqueuing again while one is queued adds none);
+        a worker runs them (``memdb worker``, ``memdb serve``). Returns the jobs."""
+        return [self._store.jobs.enqueue(TRANSCRIBE_JOB, {"memory_id": mid},
+                                         idempotency_key=f"transcribe:{mid}")
+                for mid in self.pending(limit=limit)]
 
 
 def _uuid(value: UUID | str) -> UUID:

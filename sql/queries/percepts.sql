@@ -35,3 +35,28 @@ WHERE p.tenant = %(tenant)s AND p.memory_id = %(id)s;
 -- name: percept_data
 SELECT p.data, p.mime FROM memdb.percepts p
 WHERE p.tenant = %(tenant)s AND p.memory_id = %(id)s;
+
+-- name: percept_for_transcription
+-- A recording's state, bytes (when kept), reference and JSON fields, for the transcribe job.
+SELECT p.modality, p.state, p.mime, p.data, p.ref, p.exif
+FROM memdb.percepts p
+WHERE p.tenant = %(tenant)s AND p.memory_id = %(id)s;
+
+-- name: mark_transcribed
+-- A recording transcribed: its transcript and segments; its bytes dropped when they were kept
+-- only until then. Only from not_transcribed, so a second run changes nothing.
+UPDATE memdb.percepts
+SET state = 'ok', ocr_text = %(text)s, exif = %(exif)s,
+    data = CASE WHEN %(drop_data)s THEN NULL ELSE data END
+WHERE tenant = %(tenant)s AND memory_id = %(id)s AND state = 'not_transcribed'
+RETURNING memory_id;
+
+-- name: pending_transcriptions
+-- Current recordings not transcribed yet, oldest first.
+SELECT p.memory_id
+FROM memdb.percepts p
+JOIN memdb.memories m ON m.tenant = p.tenant AND m.id = p.memory_id
+WHERE p.tenant = %(tenant)s AND p.modality = 'audio' AND p.state = 'not_transcribed'
+  AND m.valid_to IS NULL
+ORDER BY p.created_at, p.memory_id
+LIMIT %(limit)s;
