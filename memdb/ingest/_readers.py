@@ -3,7 +3,8 @@
 missing extra) as :class:`FileProblem`.
 
 Markdown and plain text need nothing beyond the standard library; HTML is converted to
-Markdown by ``html2text`` and PDF text is extracted by ``pypdf`` — both in the ``docs`` extra
+Markdown by ``html2text`` and PDF text is extracted by ``pypdf`` (a scanned page, without a
+text layer, is read by OCR: :mod:`._scanned`) — both in the ``docs`` extra
 (``pip install "memdb[docs]"``), as is ``charset-normalizer`` for encodings other than UTF-8,
 UTF-16 (with BOM) and GB18030/GBK, which are recognised without it. Word, PowerPoint, Excel,
 CSV, JSON, XML and EPUB are converted to Markdown by :mod:`._office` and :mod:`._structured`
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MissingDependency
+from ._scanned import PageReader
 
 __all__ = ["CONVERTED", "Extracted", "FileProblem", "FORMATS", "format_for", "decode",
            "extract", "finish", "html_to_markdown", "not_regular", "read_regular"]
@@ -190,8 +192,11 @@ def _pdf(data: bytes) -> Extracted:
         if reader.is_encrypted and not reader.decrypt(""):
             raise FileProblem("unreadable", "encrypted PDF")
         pages, starts, pos = [], [], 0
-        for page in reader.pages:
+        scans = PageReader()
+        for number, page in enumerate(reader.pages, 1):
             page_text = _normalise(page.extract_text() or "").strip()
+            if not page_text:  # a scanned page: no text layer, its images read by OCR
+                page_text = _normalise(scans.text(page, number)).strip()
             starts.append(pos)
             pages.append(page_text)
             pos += len(page_text) + 2
@@ -199,7 +204,7 @@ def _pdf(data: bytes) -> Extracted:
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise FileProblem("unreadable", f"broken PDF: {exc}") from None
     return Extracted("\n\n".join(pages), "pdf", str(title).strip() or None if title else None,
-                     None, {"page_starts": starts, "pages": len(pages)})
+                     None, {"page_starts": starts, "pages": len(pages), **scans.metadata()})
 
 
 def extract(data: bytes, fmt: str, name: str) -> Extracted:
