@@ -71,7 +71,9 @@ def test_a_document_over_the_limit_is_413_and_nothing_is_embedded_or_stored(
         door, keys, module_db, hashing, text):
     before, embedded = _stored(module_db, "globex"), len(hashing.texts)
     with door.client(keys["globex"]) as c:
-        r = c.post("/v1/documents", json={"documents": [_doc("kb:big.md", text)]})
+        # wait: in the request (by default a text this big would be queued as a job)
+        r = c.post("/v1/documents", json={"documents": [_doc("kb:big.md", text)],
+                                          "wait": True})
     assert r.status_code == 413, r.text
     error = r.json()["error"]
     assert error["type"] == "TooLarge"
@@ -91,7 +93,7 @@ def test_a_text_too_big_for_the_limit_is_refused_before_it_is_chunked(door, keys
     with door.client(keys["globex"]) as c:
         for dry_run in (False, True):
             r = c.post("/v1/documents", json={"documents": [_doc("kb:日志.md", huge)],
-                                              "dry_run": dry_run})
+                                              "dry_run": dry_run, "wait": True})
             assert r.status_code == 413, r.text
             message = r.json()["error"]["message"]
             assert "bytes" in message and f"limit of {LIMIT} chunks" in message
@@ -163,7 +165,10 @@ def test_mcp_add_document_has_the_same_limit(module_db, hashing, keys):
                         json.loads(small.content[0].text), refused_embedded)
 
             big_en, big_zh, small, refused_embedded = anyio.run(scenario)
-    for big in (big_en, big_zh):
+    # a text over 16,000 characters is queued as a job (nothing embedded in the call); a
+    # smaller one over the chunk limit is refused
+    assert (big_en["kind"], big_en["state"]) == ("documents.ingest", "queued"), big_en
+    for big in (big_zh,):
         assert big["error"]["type"] == "TooLarge", big
         assert f"limit of {LIMIT} chunks" in big["error"]["message"]
         assert "memdb documents ingest" in big["error"]["message"]
