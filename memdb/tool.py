@@ -1,5 +1,6 @@
 """The memory tool for function calling: one JSON-schema tool an agent's model calls to add,
-search, update, remove, summarize, forget and consolidate its memories.
+search, update, remove, summarize, forget and consolidate its memories, and to remember a
+conversation turn without waiting (the turn kept at once, its facts extracted by a job).
 
 :data:`TOOL_PARAMETERS` is a plain JSON Schema (draft 2020-12 subset every function-calling
 API accepts: one flat object, an ``action`` enum, no ``oneOf``); :func:`tool_schema` wraps it
@@ -35,9 +36,10 @@ from . import _bridge
 from ._extract import score_importance
 from .errors import InvalidInput, MemdbError
 from .ops import catalog as _ops
+from .ops import remember as _remember_ops
 
 __all__ = ["TOOL_NAME", "TOOL_DESCRIPTION", "TOOL_PARAMETERS", "ACTIONS", "ACTION_DESCRIPTIONS",
-           "OPERATIONS", "PROPERTIES", "STORE_ADVICE", "action_parameters", "tool_schema",
+           "OPERATIONS", "FIXED", "PROPERTIES", "STORE_ADVICE", "action_parameters", "tool_schema",
            "hit_result", "MemoryTool"]
 
 log = logging.getLogger(__name__)
@@ -46,15 +48,21 @@ TOOL_NAME = "memory"
 MAX_ARGUMENTS_BYTES = 64_000  # the raw arguments string
 MAX_RESULT_CHARS = 400  # each memory's content in a result is cut to this
 
-# Each action is a declared operation (memdb.ops.catalog): its parameters, ranges, defaults
-# and help come from there, as do the MCP tools'. The action takes the operation's parameters
-# but the subject (the host binds the tool to one).
+# Each action is a declared operation (memdb.ops.catalog, memdb.ops.remember): its
+# parameters, ranges, defaults and help come from there, as do the MCP tools'. The action
+# takes the operation's parameters but the subject (the host binds the tool to one) and those
+# it fixes (FIXED).
 OPERATIONS = {"add": _ops.ADD, "search": _ops.SEARCH, "update": _ops.UPDATE,
               "remove": _ops.DELETE, "summary": _ops.SUMMARY, "forget": _ops.FORGET_LOW,
-              "consolidate": _ops.CONSOLIDATE}
+              "consolidate": _ops.CONSOLIDATE, "remember": _remember_ops.REMEMBER}
 ACTIONS = tuple(OPERATIONS)
+# Declared parameters an action sets itself rather than offering them to the model: remember
+# never waits (an agent loop must not hold for the extraction; the turn is kept and searchable
+# at once, a job extracts its facts), and a dry run needs the wait.
+FIXED: dict[str, dict[str, Any]] = {"remember": {"wait": False, "dry_run": False}}
 _ALLOWED: dict[str, tuple[str, ...]] = {
-    action: tuple(p.name for p in op.params if p.name != "subject")
+    action: tuple(p.name for p in op.params
+                  if p.name != "subject" and p.name not in FIXED.get(action, {}))
     for action, op in OPERATIONS.items()}
 
 
@@ -67,7 +75,10 @@ def _brief(action: str) -> str:
         if param.minimum is not None and param.maximum is not None:
             text += f" {param.minimum:g}-{param.maximum:g}"
         parts.append(text)
-    return f"{op.summary.split(':')[0].split('(')[0].strip().rstrip('.')}: {', '.join(parts)}"
+    text = f"{op.summary.split(':')[0].split('(')[0].strip().rstrip('.')}: {', '.join(parts)}"
+    if FIXED.get(action, {}).get("wait") is False:
+        text += "; returns at once with a job_id, the turn searchable at once"
+    return text
 
 
 # What each action does and takes (the OpenAI tool's description and the MCP tools').
@@ -369,6 +380,17 @@ class MemoryTool:
                                                     f"{threshold:g}")
         return {"forgotten" if not dry_run else "would_forget": len(mine),
                 "ids": [str(i) for i in mine[:20]], "dry_run": dry_run}
+
+    def _remember(self, args: dict[str, Any], provenance: str | None,
+                  call_id: str | None) -> dict[str, Any]:
+        """The turn kept as said (a memory, searchable at once) and a ``remember`` job
+        extracting its facts (:mod:`memdb.jobs.remember`); the result names the job. The
+        turn's id is the model's ``turn_id``, else a hash of the session and the text (not the
+        host's turn id: two calls in one turn are two turns, two jobs)."""
+        job = self.store.remember(args["text"], session_id=args.get("session_id"),
+                                  turn_id=args.get("turn_id"), subject=self.subject,
+                                  **FIXED["remember"])
+        return job.to_dict()
 
     def _consolidate(self, args: dict[str, Any], provenance: str | None,
                      call_id: str | None) -> dict[str, Any]:

@@ -26,12 +26,16 @@ from memdb.ops import families as fam
 # Declared parameters a door takes in a form of its own (the reason is beside each in the code):
 # the CLI and HTTP take every provenance as --source-type/source_type, the memory of update and
 # delete by id or URI (get's parameter, the path at HTTP), and the CLI ingests files
-# and its add takes CONTENT or --file (an image). A route's
-# path parameters (the session, the review entry...) are read from its OpenAPI document.
+# and its add takes CONTENT or --file (an image). remember's turn (text) is the words of TEXT
+# or "-" for stdin on the CLI, and the body's messages at HTTP (a string or a list of
+# {role, content}). A route's path parameters (the session, the review entry...) are read
+# from its OpenAPI document.
 CLI_OWN = {"add": {"source", "content"}, "update": {"id", "source"}, "delete": {"id"},
-           "add_document": {"document_id", "text", "title", "format", "category"}}
+           "add_document": {"document_id", "text", "title", "format", "category"},
+           "remember": {"text"}}
 HTTP_OWN = {"add": {"source"}, "update": {"id", "source"}, "delete": {"id"},
-            "get": {"memory"}, "add_document": {"document_id", "text", "title", "format"}}
+            "get": {"memory"}, "add_document": {"document_id", "text", "title", "format"},
+            "remember": {"text"}}
 
 
 def _command(path: str) -> click.Command:
@@ -58,10 +62,10 @@ _FAMILIES = {"session_list", "session_get", "session_append", "session_delete", 
 def test_every_declared_operation_has_a_cli_command_and_an_http_route():
     assert {op.name for op in _cli_ops()} == {
         "add", "search", "recall", "get", "update", "delete", "context", "add_document", "ask",
-        "summary", "consolidate"} | _FAMILIES
+        "summary", "consolidate", "remember"} | _FAMILIES
     assert {op.name for op in _http_ops()} == {
         "add", "search", "recall", "get", "update", "delete", "context", "add_document", "ask",
-        "summary"} | _FAMILIES
+        "summary", "remember"} | _FAMILIES
 
 
 def test_each_declared_door_exists_once():
@@ -102,7 +106,9 @@ def test_each_cli_command_offers_exactly_the_declared_parameters(op):
             assert f"{got.metavar}: {param.describe()}" in " ".join(command.help.split())
         else:
             assert isinstance(got, click.Option), param.name
-            assert tuple(got.opts) == param.cli_flags(), param.name
+            shown = tuple(got.opts) if not got.secondary_opts else (  # an on/off flag
+                "/".join((*got.opts, *got.secondary_opts)),)
+            assert shown == param.cli_flags(), param.name
             assert got.help == option_help(param), param.name
             assert got.multiple == (param.type == "str_list")
             if param.type not in ("str_list",) and not param.required:

@@ -11,7 +11,7 @@ import pytest
 from memdb import tool
 from memdb.errors import InvalidInput
 from memdb.mcp import TOOLS, input_schema
-from memdb.ops import OPERATIONS, REQUIRED, Param, operation
+from memdb.ops import DECLARED, REQUIRED, Param, operation
 from memdb.ops._docs import render
 from memdb.ops.catalog import MAX_K, SEARCH
 
@@ -25,12 +25,13 @@ def test_docs_page_is_generated_from_the_declarations():
 
 def test_every_door_name_belongs_to_one_operation():
     mcp = {t.name: t for t in TOOLS}
-    for op in OPERATIONS:
+    for op in DECLARED:
         if op.door("mcp"):
             assert op.door("mcp") in mcp, op.name
         if op.door("tool"):
             assert tool.OPERATIONS[op.door("tool")] is op
-    assert set(tool.ACTIONS) == {op.door("tool") for op in OPERATIONS if op.door("tool")}
+    assert set(tool.ACTIONS) == {op.door("tool") for op in DECLARED if op.door("tool")}
+    assert "remember" in tool.ACTIONS  # declared in memdb.ops.remember, not the catalog
     # the MCP search tool and the memory tool's search action: one declaration, one range
     search = mcp["search"]
     assert search.operation is SEARCH is tool.OPERATIONS["search"]

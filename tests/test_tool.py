@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from memdb.ops.catalog import MAX_CONTENT_CHARS
-from memdb.tool import ACTIONS, TOOL_NAME, tool_schema
+from memdb.tool import ACTIONS, TOOL_NAME, action_parameters, tool_schema
 from tests.canned_openai import CannedOpenAI, Reply, ToolCalls
 from tests.cli_helpers import run
 
@@ -277,6 +277,40 @@ def test_summary_forget_and_consolidate(store):
     moved = json.loads(tool.dispatch(_call({"action": "consolidate", "session_id": "s1"})))
     assert moved["consolidated"] == 1
     assert store.get(moved["ids"][0]).kind.value == "episodic"
+
+
+# -- remember: at once, a job doing the extraction -------------------------------------------------
+@pytest.mark.parametrize("turn, word, other", [("I'm allergic to peanuts.", "peanuts", "allergic"),
+                                               ("我对花生过敏。", "花生", "过敏")])
+def test_remember_returns_a_job_and_the_turn_is_searchable_at_once(gated_store, turn, word,
+                                                                   other):
+    """No worker runs here: the call returns with the job still queued, and the turn is found
+    at once by the keyword and vector routes (and by the tool's own search)."""
+    tool = gated_store.tool(subject="bob")
+    assert "remember" in tool.schema()["function"]["parameters"]["properties"]["action"]["enum"]
+    assert set(tool_schema("json_schema")["properties"]) >= {"text", "session_id", "turn_id"}
+    assert set(action_parameters("remember")["properties"]) == {"text", "session_id", "turn_id"}
+    assert "wait" not in tool_schema("json_schema")["properties"]
+    result = json.loads(tool.dispatch(_call({"action": "remember", "text": turn,
+                                             "session_id": "s1"})))
+    assert result["ok"] is True and result["action"] == "remember", result
+    assert result["state"] == "queued" and result["outcome"] == "created"
+    job = gated_store.jobs.get(result["job_id"])
+    assert job.kind == "remember" and job.state == "queued"
+    hits = gated_store.search(word, 5, subject="bob")
+    assert hits and str(hits[0].memory.id) == result["memory_id"]
+    assert gated_store.get(result["memory_id"]).source_id == result["turn_id"]
+    vector = gated_store.search(other, 5, subject="bob", routes=["vector"])
+    assert result["memory_id"] in [str(h.memory.id) for h in vector]
+    found = json.loads(tool.dispatch(_call({"action": "search", "query": word})))
+    assert found["results"][0]["id"] == result["memory_id"]
+    # the model can neither make it wait, dry-run it nor name another subject
+    for extra in ({"wait": True}, {"dry_run": True}, {"subject": "eve"}):
+        refused = json.loads(tool.dispatch(_call({"action": "remember", "text": turn,
+                                                  **extra})))
+        assert refused["ok"] is False and refused["error"]["type"] == "InvalidInput", extra
+    assert [j.id for j in gated_store.jobs.list(kind="remember")] == [job.id]
+    assert gated_store.list(subject="eve") == []
 
 
 def test_cli_tool_call(fresh_db):

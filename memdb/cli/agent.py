@@ -48,21 +48,21 @@ def tool_call(arguments: str, subject: str | None, source_id: str | None,
 
 
 @cli.command()
-@click.argument("text", nargs=-1, required=True)
-@declared(REMEMBER, skip=("text",))
+@click.argument("words", nargs=-1, required=True, metavar="TEXT...")
+@declared(REMEMBER, skip=("text",))  # the turn: TEXT's words, or "-" for stdin
 @click.option("--no-llm", is_flag=True, help="Use the heuristic extractor even if "
                                              "MEMDB_LLM_MODEL is set.")
 @click.option("--timeout", type=FINITE, help="Seconds to wait for the LLM at most "
                                             "(default $MEMDB_LLM_TIMEOUT_REMEMBER or 60).")
 @json_option
-def remember(text: tuple[str, ...], session_id: str | None, subject: str | None,
+def remember(words: tuple[str, ...], session_id: str | None, subject: str | None,
              turn_id: str | None, no_llm: bool, timeout: float | None, dry_run: bool,
              wait: bool, as_json: bool) -> None:
     """Extract facts from TEXT (what the user said; "-" reads stdin), reconcile them with
     similar memories and write them through the write gate (LLM from MEMDB_LLM_*, else
     Chinese/English heuristics). --no-wait: keep the turn and return its job at once (a
     worker does the extraction: `memdb worker`, `memdb serve`)."""
-    body = sys.stdin.read() if text == ("-",) else " ".join(text)
+    body = sys.stdin.read() if words == ("-",) else " ".join(words)
     kwargs = {"llm": None} if no_llm else {}
     result = store().remember(body, session_id=session_id, subject=subject, turn_id=turn_id,
                               timeout=timeout, dry_run=dry_run, wait=wait, **kwargs)

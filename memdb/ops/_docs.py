@@ -8,6 +8,7 @@ from .catalog import OPERATIONS
 from .families import FAMILY_OPERATIONS
 from .files import FILE_OPERATIONS
 from .jobs import JOB_OPERATIONS
+from .remember import REMEMBER_OPERATIONS
 from .search_options import SEARCH_OPTIONS
 
 __all__ = ["render"]
@@ -61,6 +62,6 @@ def _search_options() -> str:
 
 def render() -> str:
     """The page's Markdown."""
-    every = OPERATIONS + FAMILY_OPERATIONS + JOB_OPERATIONS + FILE_OPERATIONS
+    every = OPERATIONS + REMEMBER_OPERATIONS + FAMILY_OPERATIONS + JOB_OPERATIONS + FILE_OPERATIONS
     return (_HEAD + "\n" + "\n\n".join(_operation(op) for op in every) + "\n\n"
             + _search_options() + "\n")

@@ -1,6 +1,7 @@
 """``remember`` (extract facts from a conversation turn, :mod:`memdb.remember`), declared once
 like the operations of :mod:`memdb.ops.catalog`: the CLI options of ``memdb remember``, the
-HTTP body of ``POST /v1/remember``, the MCP tool ``remember_turn`` and the docs' tables."""
+HTTP body of ``POST /v1/remember``, the MCP tool ``remember_turn``, the memory tool's action
+``remember`` (never waiting: :data:`memdb.tool.FIXED`) and the docs' tables."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ REMEMBER = Operation(
     result="wait: turn_id, path, decisions; no wait: job_id, turn_id, memory_id (the turn "
            "kept as said), state",
     errors=("InvalidInput", "Rejected", "Forbidden", "Conflict", "DatabaseUnavailable"),
-    doors=(("cli", "remember"), ("http", "POST /v1/remember"), ("mcp", "remember_turn")))
+    doors=(("cli", "remember"), ("http", "POST /v1/remember"), ("mcp", "remember_turn"),
+           ("tool", "remember")))
 
 REMEMBER_OPERATIONS: tuple[Operation, ...] = (REMEMBER,)
