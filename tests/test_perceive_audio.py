@@ -158,3 +158,18 @@ def test_formats_by_content_and_hostile_recordings_refused(store, fresh_db, tmp_
         store.perceive(b"fLaC" + b"\x00" * 100, subject="carol", transcribe=False)
     assert _count(fresh_db, "SELECT count(*) FROM memdb.memories") == 1
     assert _count(fresh_db, "SELECT count(*) FROM memdb.percepts") == 1
+
+
+def test_cli_add_file_keeps_a_recording(fresh_db, tmp_path, monkeypatch):
+    from tests.cli_helpers import ok_json, run
+
+    monkeypatch.delenv("MEMDB_TRANSCRIBE_MODEL", raising=False)
+    path = tmp_path / "晨会录音.wav"
+    path.write_bytes(wav(2.5, 8))
+    text = run(fresh_db, "add", "--file", str(path), "--subject", "li")
+    assert text.exit_code == 0 and "audio/wav 2.5s not_transcribed" in text.stdout
+    got = ok_json(fresh_db, "add", "--file", str(path), "--subject", "li")
+    assert (got["outcome"], got["modality"], got["state"]) == ("duplicate", "audio",
+                                                               "not_transcribed")
+    hits = ok_json(fresh_db, "search", "晨会录音", "--subject", "li")
+    assert hits["hits"][0]["memory"]["modality"] == "audio"

@@ -58,7 +58,11 @@ def remember_file(path: str, *, as_json: bool, subject: str | None, name: str | 
     if as_json:
         emit_json(got.to_dict())
         return
-    click.echo(f"{got.id} {got.outcome} {got.mime} {got.width}x{got.height}")
+    if got.modality == "audio":  # a recording: its length and whether it was transcribed
+        length = "" if got.duration_s is None else f" {got.duration_s:g}s"
+        click.echo(f"{got.id} {got.outcome} {got.mime}{length} {got.state}")
+    else:
+        click.echo(f"{got.id} {got.outcome} {got.mime} {got.width}x{got.height}")
     for label, value in (("text", got.text), ("caption", got.caption)):
         if value:
             click.echo(f"  {label}: {' / '.join(value.splitlines())[:300]}")
