@@ -5,6 +5,9 @@ different workers."""
 
 from __future__ import annotations
 
+import logging
+import time
+
 import psycopg
 import pytest
 
@@ -65,3 +68,108 @@ def test_jobs_live_on_their_tenants_shard_and_workers_claim_across_nodes(cluster
             jobs = store.jobs.list()
             assert {j.id for j in jobs} == set(ids[tenant])
             assert {(j.state, j.result["tenant"]) for j in jobs} == {("done", tenant)}
+
+
+@pytest.fixture
+def citus_effects(citus_cluster, cluster_db):
+    """public.job_effects distributed by tenant beside memdb.jobs (a handler's row commits on
+    the job's shard, in the job's transaction), and synchronous_commit on in every node for
+    the test (the cluster runs with it off: a node stopped -m immediate would lose its last
+    acknowledged commits, which is not what is tested), both undone afterwards."""
+    with psycopg.connect(cluster_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.job_effects (tenant text, job_id uuid, note text)")
+        conn.execute("SELECT create_distributed_table('public.job_effects', 'tenant', "
+                     "colocate_with => 'memdb.jobs')")
+        conn.execute("GRANT SELECT, INSERT ON public.job_effects TO memdb_app")
+    nodes = range(len(citus_cluster.nodes))
+    for i in nodes:
+        with psycopg.connect(citus_cluster.dsn(node=i), autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET synchronous_commit = on")
+            conn.execute("SELECT pg_reload_conf()")
+    try:
+        yield cluster_db
+    finally:
+        for i in nodes:
+            with psycopg.connect(citus_cluster.dsn(node=i), autocommit=True) as conn:
+                conn.execute("ALTER SYSTEM RESET synchronous_commit")
+                conn.execute("SELECT pg_reload_conf()")
+        with psycopg.connect(cluster_db, autocommit=True) as conn:
+            conn.execute("DROP TABLE public.job_effects")
+
+
+def _wait_all_done(dsn: str, total: int, deadline: float) -> dict[str, int]:
+    states: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                states = dict(conn.execute(
+                    "SELECT state, count(*) FROM memdb.jobs GROUP BY state").fetchall())
+        except psycopg.Error:  # (the node may still be starting)
+            states = {}
+        if states.get("done") == total:
+            return states
+        time.sleep(0.2)
+    return states
+
+
+def test_a_worker_node_restart_loses_no_job_and_applies_none_twice(citus_cluster,
+                                                                   citus_effects, embedder,
+                                                                   caplog):
+    """Jobs of four tenants on both Citus workers; a memdb Worker (2 threads) runs them, each
+    handler writing one effect row through ctx.conn (its job's transaction) then holding it
+    80 ms. While jobs are queued and running, the node holding one tenant's shard is stopped
+    (pg_ctl -m immediate) and started again 2 s later. The Worker rides the outage (its
+    threads log the database errors and retry; none dies) and then drains the queue: every
+    job is done, each with exactly one effect row."""
+    dsn = citus_effects
+    ports = {node.port: i for i, node in enumerate(citus_cluster.nodes)}
+    reg = Registry()
+
+    @reg.handler("test.restart")
+    def effect(ctx):
+        ctx.conn.execute("INSERT INTO public.job_effects VALUES (%s, %s, %s)",
+                         (ctx.job.tenant, ctx.job.id, "效果 effect"))
+        time.sleep(0.08)  # the node may go while the job's transaction is open
+
+    ids: dict[str, set] = {}
+    for tenant in TENANTS:
+        with MemoryStore(dsn, tenant=tenant, embedder=embedder, gate=None) as store:
+            ids[tenant] = {store.jobs.enqueue("test.restart", {"n": n}, max_attempts=50).id
+                           for n in range(12)}
+    total = sum(len(v) for v in ids.values())
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        where = {t: ports[int(_node_of(conn, "memdb.jobs", t).rsplit(":", 1)[1])]
+                 for t in TENANTS}
+    assert len(set(where.values())) == 2  # tenants on both worker nodes
+    victim = TENANTS[0]
+    node = where[victim]
+    worker = Worker(dsn, handlers=reg, concurrency=2, lease=1.0, poll_interval=0.3,
+                    backoff=0.1)
+    caplog.set_level(logging.WARNING, logger="memdb.jobs")
+    worker.start()
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:  # some jobs done, most not
+            deadline = time.monotonic() + 20
+            while conn.execute("SELECT count(*) FROM public.job_effects").fetchone()[0] < 6:
+                assert time.monotonic() < deadline, "the worker never started"
+                time.sleep(0.02)
+        try:
+            citus_cluster.stop_node(node)
+            time.sleep(2.0)
+            threads = [t for t in worker._threads if t.is_alive()]
+            assert len(threads) == 3, "a worker thread died in the outage"  # 2 + listener
+        finally:
+            citus_cluster.start_node(node)
+        states = _wait_all_done(dsn, total, time.monotonic() + 30)
+        assert states == {"done": total}, states
+        assert all(t.is_alive() for t in worker._threads)  # survived, still serving
+    finally:
+        worker.stop()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT tenant, job_id, count(*) FROM public.job_effects "
+                            "GROUP BY 1, 2").fetchall()
+    assert {t: {r[1] for r in rows if r[0] == t} for t in TENANTS} == ids  # none lost
+    assert {r[2] for r in rows} == {1}  # none applied twice
+    port = f":{citus_cluster.nodes[node].port}"  # the worker met the outage, and lived
+    assert any(port in r.getMessage() for r in caplog.records
+               if r.name == "memdb.jobs" and r.levelno >= logging.WARNING), caplog.text
