@@ -56,7 +56,8 @@ def _http_ops() -> list[Operation]:
 _FAMILIES = {"session_list", "session_get", "session_append", "session_delete", "history",
              "graph_neighbors", "review_list", "review_approve", "review_reject", "traces_list",
              "trace_get", "traces_purge", "traces_erase", "subject_export", "subject_forget",
-             "meta_read"}
+             "meta_read", "documents_list", "documents_remove", "documents_search", "graph_link",
+             "graph_search", "traces_stats", "profile", "meta_add"}
 
 
 def test_every_declared_operation_has_a_cli_command_and_an_http_route():
@@ -80,6 +81,23 @@ def test_each_declared_door_exists_once():
     for op in _cli_ops():
         assert isinstance(_command(op.door("cli")), click.Command), op.name
     assert {op.door("http") for op in _http_ops()} <= routes
+
+
+def test_an_exclusive_minimum_is_refused_at_every_door_and_shown_in_the_schema():
+    hours = fam.TRACES_STATS.param("since_hours")
+    assert hours.schema()["exclusiveMinimum"] == 0 and "minimum" not in hours.schema()
+    assert hours.check(0.5) == 0.5
+    with pytest.raises(InvalidInput, match="> 0"):
+        hours.check(0)
+    model = request_model(fam.TRACES_STATS, "StatsProbe")
+    assert model.model_json_schema()["properties"]["since_hours"]["exclusiveMinimum"] == 0
+
+
+def test_the_families_constants_are_the_families():
+    from memdb._validate import MAX_HOURS
+    from memdb.meta import ASPECTS
+
+    assert set(fam.ASPECTS) == set(ASPECTS) and fam.MAX_HOURS == MAX_HOURS
 
 
 def test_the_session_roles_are_the_family_s():
@@ -156,8 +174,8 @@ def test_each_route_s_openapi_carries_the_declared_ranges_and_defaults(openapi, 
         field = fields[param.name]
         declared = param.schema()
         assert field["description"] == param.describe(), param.name
-        for key in ("minimum", "maximum", "maxLength", "minLength", "enum", "maxItems",
-                    "pattern"):
+        for key in ("minimum", "exclusiveMinimum", "maximum", "maxLength", "minLength", "enum",
+                    "maxItems", "pattern"):
             assert field.get(key) == declared.get(key), (param.name, key)
         if not param.required and param.default is not None:
             assert field["default"] == param.default, param.name
@@ -212,9 +230,18 @@ def test_a_changed_declaration_changes_both_doors():
     ["traces", "list", "--limit", "10001"],
     ["traces", "purge", "--days", "-1"],
     ["meta", "show", "--limit", "1001"],
+    ["documents", "search", "乌龙茶", "-k", "0"],
+    ["documents", "list", "--limit", "0"],
+    ["graph", "link", "--timeout", "0"],
+    ["graph", "search", "张三", "--route", "telepathy"],
+    ["traces", "stats", "--hours", "0"],
+    ["profile", "--limit", "1001"],
+    ["meta", "add", "我是小助手", "--importance", "2"],
 ], ids=["recall-k", "search-k-zh", "context-budget", "add-tag", "add-importance-zh", "ask-k",
         "summary-k", "consolidate-threshold", "session-limit", "session-role-zh",
-        "neighbors-hops-zh", "review-id", "traces-limit", "traces-days", "meta-limit"])
+        "neighbors-hops-zh", "review-id", "traces-limit", "traces-days", "meta-limit",
+        "documents-k-zh", "documents-limit", "link-timeout", "graph-route-zh", "stats-hours",
+        "profile-limit", "meta-importance-zh"])
 def test_the_cli_checks_the_declared_range_before_it_connects(args):
     """Out of its declared range, a value is InvalidInput (exit 1, the JSON error body the
     other doors give) before any database is opened: the DSN here leads nowhere."""

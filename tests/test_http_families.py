@@ -113,10 +113,20 @@ def test_graph_link_neighbors_and_search_in_chinese_and_english(door, keys):
         assert far.status_code == 400 and "hops must be within 1–4" in far.json()["error"][
             "message"]
         bad = c.post("/v1/graph/search", json={"query": "x", "routes": ["telepathy"]})
-        assert bad.status_code == 400 and "telepathy" in bad.text
+        assert bad.status_code == 400 and "routes must be one of vector, bm25" in bad.text
         assert c.post("/v1/graph/search", json={"query": "x", "k": 51}).status_code == 400
         assert c.post("/v1/graph/link", json={"memory_ids": ["not-a-uuid"]}
                       ).status_code == 400
+        # the CLI's options are the route's too (memdb.ops.families: GRAPH_LINK, GRAPH_SEARCH)
+        relinked = c.post("/v1/graph/link", json={"heuristic": True, "subject": "nobody"})
+        assert relinked.status_code == 200 and relinked.json()["linked"] == 0, relinked.text
+        assert c.post("/v1/graph/link", json={"timeout": 0}).status_code == 400
+        by_subject = c.post("/v1/graph/search", json={"query": "张三的同事是谁？",
+                                                      "subject": "nobody"})
+        assert by_subject.status_code == 200 and by_subject.json()["hits"] == []
+        clash = c.post("/v1/graph/search", json={"query": "x", "subject": "a",
+                                                 "filter": {"subject": "b"}})
+        assert clash.status_code == 400 and "disagree" in clash.text
 
 
 def test_subject_key_links_and_sees_only_its_subject_in_the_graph(door, keys):
@@ -186,6 +196,9 @@ def test_traces_list_get_stats_purge_and_erase(door, keys):
         assert one.json()["subject"] == "grace" and one.json()["chosen_ids"]
         stats = c.get("/v1/traces/stats", params={"since_hours": 1}).json()
         assert stats["searches"] >= 2 and stats["p50_ms"] > 0, stats
+        # since_hours > 0 (an exclusive minimum, declared once): 400 InvalidInput, as in the CLI
+        zero = c.get("/v1/traces/stats", params={"since_hours": 0})
+        assert zero.status_code == 400 and "since_hours must be within > 0" in zero.text
         assert c.post("/v1/traces/purge", json={"older_than_days": 30}).json() == {"purged": 0}
         assert c.post("/v1/traces/purge", json={"older_than_days": -1}).status_code == 400
         assert c.post("/v1/traces/erase", json={"subject": "grace"}).json()["erased"] >= 2
@@ -264,9 +277,12 @@ def test_meta_add_and_read_in_chinese_and_english(door, keys):
         assert persona.status_code == 201, persona.text
         assert persona.json()["created"] is True
         limit = c.post("/v1/meta", json={"content": "Never give legal advice.",
-                                         "aspect": "limit", "agent": "helper",
+                                         "aspect": "limits", "agent": "helper",
                                          "importance": 0.9})
         assert limit.status_code == 201, limit.text
+        # the aspect is checked by the declaration (memdb.ops.families.META_ADD), as in the CLI
+        mood = c.post("/v1/meta", json={"content": "心情不错。", "aspect": "mood"})
+        assert mood.status_code == 400 and "aspect must be one of persona" in mood.text
         doc = c.get("/v1/meta", params={"agent": "helper"}).json()
         assert [i["content"] for i in doc["persona"]] == ["我是小助手，回答简洁。"]
         assert [i["content"] for i in doc["limits"]] == ["Never give legal advice."]

@@ -137,4 +137,6 @@ def test_cli_meta(fresh_db):
     assert "no meta memory" in run(fresh_db, "meta", "show", "--agent", "bob").stdout
     ctx = ok_json(fresh_db, "context", "deploy", "--agent", "ann")
     assert ctx["meta_ids"] and out["id"] in ctx["meta_ids"]
-    assert run(fresh_db, "meta", "add", "x", "--aspect", "mood").exit_code == 2
+    # the aspect is checked by the declaration (memdb.ops.families.META_ADD), as over HTTP
+    refused = run(fresh_db, "meta", "add", "心情不错", "--aspect", "mood")
+    assert refused.exit_code == 1 and "aspect must be one of" in refused.output

@@ -202,6 +202,18 @@ def test_cli_profile(fresh_db):
     assert empty.exit_code == 0 and "no profile" in empty.stdout
 
 
+def test_cli_profile_without_a_subject_reads_default_as_over_http(fresh_db):
+    """The subject is optional at every door (memdb.ops.families.PROFILE): without it, the
+    store's subject, else 'default'."""
+    ok_json(fresh_db, "add", "I prefer green tea.", "--category", "preferences", "--no-gate")
+    ok_json(fresh_db, "add", "我喜欢喝乌龙茶", "--category", "preferences", "--no-gate",
+            "--subject", "xm")
+    doc = ok_json(fresh_db, "profile")
+    assert doc["subject"] == "default"
+    assert [i["content"] for i in doc["preferences"]] == ["I prefer green tea."]
+    assert ok_json(fresh_db, "--as-subject", "xm", "profile")["subject"] == "xm"
+
+
 # -- rendering into the context --------------------------------------------------------------
 def _store_with_profile(s: MemoryStore) -> dict[str, str]:
     return _seed(s, "default", ZH + EN)

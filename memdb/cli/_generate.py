@@ -71,7 +71,9 @@ def _metavar(param: Param) -> str:
 
 
 def _argument(param: Param) -> Callable[[Any], Any]:
+    """A positional argument; a list (``str_list``) takes every remaining word."""
     return click.argument(param.name, metavar=_metavar(param), required=param.required,
+                          nargs=-1 if param.type == "str_list" else 1,
                           type=_type(param), callback=_check(param))
 
 

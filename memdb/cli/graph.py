@@ -15,25 +15,18 @@ from ._groups import graph
 
 
 @graph.command("link")
-@click.argument("memory_ids", nargs=-1)
-@click.option("--subject", help="Link this subject's memories (default: the store's "
-              "--as-subject, else every subject).")
-@click.option("--heuristic", is_flag=True,
-              help="Use the heuristic extractor even when an LLM is configured (MEMDB_LLM_*).")
-@click.option("--limit", type=int, default=100_000, show_default=True,
-              help="At most this many memories (oldest first) when no ids are given.")
+@declared(fam.GRAPH_LINK)
 @json_option
-def link(memory_ids: tuple[str, ...], subject: str | None, heuristic: bool, limit: int,
-         as_json: bool) -> None:
+def link(memory_ids: list[str] | None, subject: str | None, heuristic: bool,
+         timeout: float | None, limit: int, as_json: bool) -> None:
     """Extract entities and relations from memories and link them into the entity graph.
 
-    MEMORY_IDS: the memories to (re-)link (default: every current memory). The configured LLM
-    extracts (strict JSON, validated); with none, or on any failure, a heuristic for Chinese
-    and English does.
+    The configured LLM extracts (strict JSON, validated); with none, or on any failure, a
+    heuristic for Chinese and English does.
     """
     kwargs = {"llm": None} if heuristic else {}
-    result = store().graph.link(list(memory_ids) or None, subject=subject, limit=limit,
-                                **kwargs)
+    result = store().graph.link(memory_ids or None, subject=subject, timeout=timeout,
+                                limit=limit, **kwargs)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -65,24 +58,15 @@ def neighbors(entity: str, hops: int, limit: int, as_json: bool) -> None:
 
 
 @graph.command("search")
-@click.argument("query")
-@click.option("-k", "--k", "k", type=int, default=10, show_default=True, help="How many hits.")
-@click.option("--hops", type=int, default=2, show_default=True,
-              help="Relations walked from the question's entities (0 to 4).")
-@click.option("--route", "routes", multiple=True,
-              type=click.Choice(["vector", "bm25", "exact", "graph"]),
-              help="Only these routes (repeatable; default all four).")
-@click.option("--entity", "entities", multiple=True,
-              help="Also start the walk from this entity (repeatable).")
-@click.option("--subject", help="Only this subject's memories.")
+@declared(fam.GRAPH_SEARCH)
 @json_option
-def search(query: str, k: int, hops: int, routes: tuple[str, ...], entities: tuple[str, ...],
-           subject: str | None, as_json: bool) -> None:
+def search(query: str, k: int, hops: int, entities: list[str] | None,
+           routes: list[str] | None, subject: str | None, as_json: bool) -> None:
     """Hybrid search with the graph route: memories mentioning the entities reached from
     those QUERY names, fused with vector, BM25 and exact match."""
     conditions = {"subject": subject} if subject else {}
-    hits = store().graph.search(query, k=k, hops=hops, routes=list(routes) or None,
-                                entities=list(entities) or None, **conditions)
+    hits = store().graph.search(query, k=k, hops=hops, routes=routes, entities=entities,
+                                **conditions)
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits]})
     elif not hits:

@@ -12,6 +12,7 @@ from ..errors import InvalidInput
 from ..ingest import FileResult, IngestReport, TextSource
 from ..models import Category, Scope
 from ..ops import catalog as ops
+from ..ops import families as fam
 from ._app import emit_json, json_option, options, store
 from ._format import short, table
 from ._generate import declared
@@ -174,13 +175,7 @@ def ingest(paths: tuple[str, ...], as_json: bool, categories: tuple[str, ...],
 
 
 @documents.command("list")
-@options(
-    (["--subject"], {"help": "Only this subject's documents."}),
-    (["--prefix"], {"help": "Only URIs starting with this (e.g. file:///srv/docs/)."}),
-    (["--limit"], {"type": int, "default": 1000, "show_default": True,
-                   "help": "At most this many."}),
-    (["--offset"], {"type": int, "default": 0, "help": "Skip this many first."}),
-)
+@declared(fam.DOCUMENTS_LIST)
 @json_option
 def documents_list(as_json: bool, **opts: Any) -> None:
     """List the ingested documents (URI, title, format, version, chunks)."""
@@ -197,12 +192,11 @@ def documents_list(as_json: bool, **opts: Any) -> None:
 
 
 @documents.command("remove")
-@click.argument("uris", nargs=-1, required=True)
-@click.option("--reason", help="Why, recorded in the history.")
+@declared(fam.DOCUMENTS_REMOVE)
 @json_option
-def remove_document(uris: tuple[str, ...], reason: str | None, as_json: bool) -> None:
+def remove_document(uris: list[str], reason: str | None, as_json: bool) -> None:
     """Remove documents by URI, with their chunk memories."""
-    removed = store().documents.remove(list(uris), reason=reason)
+    removed = store().documents.remove(uris, reason=reason)
     if as_json:
         emit_json({"removed": removed})
     else:
@@ -210,10 +204,7 @@ def remove_document(uris: tuple[str, ...], reason: str | None, as_json: bool) ->
 
 
 @documents.command("search")
-@click.argument("query")
-@click.option("-k", "--k", "k", type=int, default=5, show_default=True, help="How many hits.")
-@click.option("--parents", is_flag=True, help="Return each hit's parent section, once per parent.")
-@click.option("--subject", help="Only this subject's documents.")
+@declared(fam.DOCUMENTS_SEARCH)
 @json_option
 def search_documents(query: str, k: int, parents: bool, subject: str | None,
                      as_json: bool) -> None:

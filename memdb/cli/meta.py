@@ -10,7 +10,6 @@ from ..meta import ASPECTS, LABELS
 from ..ops import families as fam
 from ._app import cli, emit_json, json_option, store
 from ._generate import declared
-from ._shared import FINITE
 
 
 @cli.group()
@@ -19,21 +18,15 @@ def meta() -> None:
 
 
 @meta.command("add")
-@click.argument("text")
-@click.option("--aspect", type=click.Choice(list(ASPECTS)), default="persona",
-              show_default=True, help="What the text says about the agent.")
-@click.option("--agent", default="default", show_default=True, help="The agent's name.")
-@click.option("--importance", type=FINITE, help="How much it matters, 0 to 1.")
-@click.option("--source-id", help="Where it came from (default: meta:ASPECT).")
-@click.option("--reason", help="Why, recorded in the history.")
+@declared(fam.META_ADD)
 @json_option
-def add(text: str, aspect: str, agent: str, importance: float | None, source_id: str | None,
+def add(content: str, aspect: str, agent: str, importance: float | None, source_id: str | None,
         reason: str | None, as_json: bool) -> None:
     """Remember TEXT as part of the agent's ASPECT, through the write gate."""
     fields = {k: val for k, val in (("importance", importance), ("source_id", source_id))
               if val is not None}
     try:
-        result = store().meta.add(text, aspect=aspect, agent=agent, reason=reason, **fields)
+        result = store().meta.add(content, aspect=aspect, agent=agent, reason=reason, **fields)
     except Rejected as exc:
         if as_json:
             emit_json({"outcome": "rejected", "reasons": list(exc.reasons)})

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from .. import _validate as v
 from ..demo import summarize_hit
 from ..errors import InvalidInput
 from ..ops import catalog as ops
@@ -182,12 +181,12 @@ def traces_erase(subject: str, as_json: bool) -> None:
 
 
 @traces.command("stats")
-@click.option("--hours", type=FINITE, help="Only the traces of the last HOURS hours.")
+@declared(fam.TRACES_STATS)
 @json_option
-def stats(hours: float | None, as_json: bool) -> None:
+def stats(since_hours: float | None, as_json: bool) -> None:
     """Health of planned retrieval from the traces: empty-result, fallback and degraded rates,
     p50/p95 latency, intent distribution."""
-    since = None if hours is None else timedelta(hours=v.hours(hours, "--hours"))
+    since = None if since_hours is None else timedelta(hours=since_hours)
     result = store().traces.stats(since)
     if as_json:
         emit_json(result)

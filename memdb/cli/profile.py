@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import click
 
+from ..ops import families as fam
 from ..profile import LABELS, SECTIONS
 from ._app import cli, emit_json, json_option, store
+from ._generate import declared
 
 
 @cli.command()
-@click.argument("subject")
-@click.option("--limit", type=int, default=20, show_default=True,
-              help="The most items per section.")
+@declared(fam.PROFILE)
 @json_option
-def profile(subject: str, limit: int, as_json: bool) -> None:
+def profile(subject: str | None, limit: int, as_json: bool) -> None:
     """Print SUBJECT's profile: communication style, stable facts (an allergy, a birthday,
     where they live...), preferences, expertise, habits and lessons, derived from its current
     memories; each item with the ids of the memories it came from (memdb.subject_profile in
@@ -24,7 +24,8 @@ def profile(subject: str, limit: int, as_json: bool) -> None:
         emit_json(doc)
         return
     if not doc["memory_ids"]:
-        click.echo(f"no profile for {subject!r} yet (no matching memories)")
+        click.echo(f"no profile for {doc.get('subject', subject)!r} yet (no matching "
+                   "memories)")
         return
     for section in SECTIONS:
         if not doc[section]:

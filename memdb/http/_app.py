@@ -16,7 +16,6 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, 
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 
-from .. import _validate as v
 from .._doors import UNAUTHORIZED
 from .._json import jsonable
 from .._redact import redact
@@ -40,6 +39,7 @@ from ._models import (
     ContextIn,
     DeleteQuery,
     DocumentSearchIn,
+    DocumentsListQuery,
     ForgetSubjectIn,
     GraphLinkIn,
     GraphNeighborsQuery,
@@ -48,9 +48,11 @@ from ._models import (
     MaintenanceIn,
     MemoryPatch,
     MessageIn,
+    MetaFields,
     MetaIn,
     MetaQuery,
     PatchFields,
+    ProfileQuery,
     RecallIn,
     RememberIn,
     RemoveDocuments,
@@ -64,6 +66,7 @@ from ._models import (
     TracesEraseIn,
     TracesListQuery,
     TracesPurgeIn,
+    TracesStatsQuery,
 )
 from ._responses import (
     ERROR_RESPONSES,
@@ -303,10 +306,13 @@ async def context(body: ContextIn, request: Request, store: Store) -> Any:
 
 
 @retrieval.get("/profile")
-async def profile(request: Request, store: Store, subject: str | None = None,
-                  limit: Annotated[int, Query(ge=1)] = 20) -> Any:
-    """What is known about a subject, by section."""
-    return jsonable(await store.profile(subject, limit=_page(request, limit)))
+async def profile(request: Request, store: Store,
+                  query: Annotated[ProfileQuery, Query()]) -> Any:  # type: ignore[valid-type]
+    """What is known about a subject, by section (default: the key's subject, else
+    'default')."""
+    args = arguments(fam.PROFILE, query, defaults=True)
+    return jsonable(await store.profile(args.get("subject"),
+                                        limit=_page(request, args["limit"])))
 
 
 # -- sessions -------------------------------------------------------------------------------
@@ -404,23 +410,28 @@ INGEST_ADVICE = ("Send fewer or smaller documents per request, ingest big docume
 
 
 @documents.get("")
-async def list_documents(request: Request, store: Store, subject: str | None = None,
-                         prefix: str | None = None, limit: Annotated[int, Query(ge=1)] = 100,
-                         offset: Annotated[int, Query(ge=0)] = 0) -> Any:
-    found = await store.documents.list(subject=subject, prefix=prefix,
-                                       limit=_page(request, limit), offset=offset)
-    return {"documents": jsonable(found)}
+async def list_documents(request: Request, store: Store,
+                         query: Annotated[DocumentsListQuery, Query()]) -> Any:  # type: ignore[valid-type]
+    """The ingested documents by URI (``limit`` at most the server's page size)."""
+    args = arguments(fam.DOCUMENTS_LIST, query, defaults=True)
+    args["limit"] = _page(request, args["limit"])
+    return {"documents": jsonable(await store.documents.list(**args))}
 
 
 @documents.post("/remove")
-async def remove_documents(body: RemoveDocuments, store: Store) -> Any:
+async def remove_documents(body: RemoveDocuments, store: Store) -> Any:  # type: ignore[valid-type]
     """Remove documents (and their chunk memories) by URI."""
-    return {"removed": await store.documents.remove(body.uris, reason=body.reason)}
+    args = arguments(fam.DOCUMENTS_REMOVE, body)
+    return {"removed": await store.documents.remove(args["uris"], reason=args.get("reason"))}
 
 
 @documents.post("/search")
-async def search_documents(body: DocumentSearchIn, request: Request, store: Store) -> Any:
-    found = await store.documents.search(body.query, _k(request, body.k), parents=body.parents)
+async def search_documents(body: DocumentSearchIn, request: Request, store: Store) -> Any:  # type: ignore[valid-type]
+    """Search the document chunks; every hit cites its document."""
+    args = arguments(fam.DOCUMENTS_SEARCH, body, defaults=True)
+    conditions = {"subject": args["subject"]} if args.get("subject") else {}
+    found = await store.documents.search(args["query"], _k(request, args["k"]),
+                                         parents=args["parents"], **conditions)
     return {"hits": jsonable(found)}
 
 
@@ -437,11 +448,13 @@ graph = APIRouter(prefix="/v1/graph", tags=["graph"], responses=ERROR_RESPONSES)
 
 
 @graph.post("/link")
-async def link_graph(body: GraphLinkIn, store: Store) -> Any:
+async def link_graph(body: GraphLinkIn, store: Store) -> Any:  # type: ignore[valid-type]
     """Extract entities and relations from memories (the server's LLM, else the heuristic)
     and link them into the graph."""
-    return jsonable(await store.graph.link(body.memory_ids, subject=body.subject,
-                                           timeout=body.timeout, limit=body.limit))
+    args = arguments(fam.GRAPH_LINK, body, defaults=True)
+    if args.pop("heuristic"):
+        args["llm"] = None
+    return jsonable(await store.graph.link(args.pop("memory_ids", None), **args))
 
 
 @graph.get("/neighbors")
@@ -454,11 +467,14 @@ async def graph_neighbors(request: Request, store: Store,
 
 
 @graph.post("/search", response_model=SearchOut)
-async def graph_search(body: GraphSearchIn, request: Request, store: Store) -> Any:
-    """Hybrid search with the graph route (entities named in the query, walked ``hops``)."""
-    results = await store.graph.search(body.query, _k(request, body.k), body.filter,
-                                       hops=body.hops, entities=body.entities,
-                                       routes=body.routes, weights=body.weights,
+async def graph_search(body: GraphSearchIn, request: Request, store: Store) -> Any:  # type: ignore[valid-type]
+    """Hybrid search with the graph route (entities named in the query, walked ``hops``);
+    ``subject`` and ``filter.subject`` must agree."""
+    args = arguments(fam.GRAPH_SEARCH, body, defaults=True)
+    results = await store.graph.search(args["query"], _k(request, args["k"]),
+                                       _with_conditions(body.filter, args), hops=args["hops"],
+                                       entities=args.get("entities"),
+                                       routes=args.get("routes"), weights=body.weights,
                                        explain=body.explain)
     return _hits(results, body.explain)
 
@@ -506,9 +522,10 @@ async def list_traces(request: Request, store: Store,
 
 @traces.get("/stats")
 async def trace_stats(store: Store,
-                      since_hours: Annotated[float | None, Query(gt=0)] = None) -> Any:
+                      query: Annotated[TracesStatsQuery, Query()]) -> Any:  # type: ignore[valid-type]
     """Empty-result, fallback and degraded rates, latency and intents of the kept traces."""
-    since = None if since_hours is None else timedelta(hours=v.hours(since_hours, "since_hours"))
+    hours = arguments(fam.TRACES_STATS, query).get("since_hours")
+    since = None if hours is None else timedelta(hours=hours)
     return jsonable(await store.traces.stats(since))
 
 
@@ -592,9 +609,10 @@ meta = APIRouter(prefix="/v1/meta", tags=["meta"], responses=ERROR_RESPONSES)
 
 
 @meta.post("", status_code=201, response_model=AddOut)
-async def add_meta(body: MetaIn, store: Store) -> Any:
+async def add_meta(body: MetaIn, store: Store) -> Any:  # type: ignore[valid-type]
     """Add to an agent's meta memory (persona, abilities, limits, lessons)."""
-    fields = body.model_dump(exclude_none=True)
+    fields = {**body.model_dump(exclude_none=True, include=set(MetaFields.model_fields)),
+              **arguments(fam.META_ADD, body, defaults=True)}
     content, aspect, agent = fields.pop("content"), fields.pop("aspect"), fields.pop("agent")
     return jsonable(await store.meta.add(content, aspect=aspect, agent=agent, **fields))
 

@@ -42,8 +42,8 @@ def declared(param: Param) -> Any:
     and help in the OpenAPI document, so it says what the other doors say. The range is checked
     by the declaration (:func:`arguments`), not by pydantic."""
     schema = {key: value for key, value in param.schema().items()
-              if key in ("minimum", "maximum", "maxLength", "minLength", "enum", "maxItems",
-                         "pattern")}
+              if key in ("minimum", "exclusiveMinimum", "maximum", "maxLength", "minLength",
+                         "enum", "maxItems", "pattern")}
     return Field(default=... if param.required else param.default,
                  description=param.describe(), json_schema_extra=schema or None)
 

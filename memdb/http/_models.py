@@ -21,6 +21,7 @@ __all__ = [
     "AskIn", "MaintenanceIn", "GraphLinkIn", "GraphSearchIn", "ReviewDecision", "TracesPurgeIn",
     "TracesEraseIn", "ForgetSubjectIn", "MetaIn", "SessionListQuery", "SessionQuery",
     "GraphNeighborsQuery", "ReviewListQuery", "TracesListQuery", "MetaQuery",
+    "DocumentsListQuery", "TracesStatsQuery", "ProfileQuery", "MetaFields",
 ]
 
 Name = Field(default=None, max_length=256)
@@ -175,15 +176,9 @@ INGEST_SKIPS = ("document_id", "text", "title", "format")
 IngestIn = request_model(ops.ADD_DOCUMENT, "IngestIn", base=_IngestFields, skip=INGEST_SKIPS)
 
 
-class RemoveDocuments(_Body):
-    uris: list[str] = Field(min_length=1, max_length=1000)
-    reason: str | None = Field(default=None, max_length=1000)
-
-
-class DocumentSearchIn(_Body):
-    query: str = Field(max_length=65_536)
-    k: int = Field(default=10, ge=1)
-    parents: bool = False
+DocumentsListQuery = request_model(fam.DOCUMENTS_LIST, "DocumentsListQuery")
+RemoveDocuments = request_model(fam.DOCUMENTS_REMOVE, "RemoveDocuments")
+DocumentSearchIn = request_model(fam.DOCUMENTS_SEARCH, "DocumentSearchIn")
 
 
 class _AskFields(_Body):
@@ -208,25 +203,21 @@ class MaintenanceIn(_Body):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class GraphLinkIn(_Body):
-    memory_ids: list[str] | None = Field(default=None, max_length=10_000, description=(
-        "the memories to (re-)link, in order (default: every current memory of the subject)"))
-    subject: str | None = Name
-    timeout: float | None = Field(default=None, gt=0, le=120,
-                                  description="seconds one extraction waits for the LLM")
-    limit: int = Field(default=1000, ge=1, le=10_000,
-                       description="at most this many memories when memory_ids is not given")
+GraphLinkIn = request_model(fam.GRAPH_LINK, "GraphLinkIn")
 
 
-class GraphSearchIn(_Body):
-    query: str = Field(max_length=65_536)
-    k: int = Field(default=10, ge=1)
+class _GraphSearchFields(_Body):
+    """The route's own fields beside the declared ones: a filter (memdb.filters; the declared
+    subject is folded into it), per-route weights, and the SQL and timings."""
+
     filter: dict[str, Any] | None = None
-    hops: int = Field(default=2, ge=0, le=4)
-    entities: list[str] | None = Field(default=None, max_length=100)
-    routes: list[str] | None = None
     weights: dict[str, float] | None = None
     explain: bool = False
+
+
+GraphSearchIn = request_model(fam.GRAPH_SEARCH, "GraphSearchIn", base=_GraphSearchFields)
+TracesStatsQuery = request_model(fam.TRACES_STATS, "TracesStatsQuery")
+ProfileQuery = request_model(fam.PROFILE, "ProfileQuery")
 
 
 class _ForgetFields(_Body):
@@ -237,18 +228,14 @@ ForgetSubjectIn = request_model(fam.SUBJECT_FORGET, "ForgetSubjectIn", base=_For
                                 skip=("subject",))
 
 
-class MetaIn(_Body):
-    """One item of an agent's meta memory (subject, category and kind follow from the agent
-    and the aspect)."""
+class MetaFields(_Body):
+    """The fields of an item of meta memory beyond the declared ones (as in memdb.MemoryInput;
+    subject, category and kind follow from the agent and the aspect)."""
 
-    content: str = Field(max_length=65_536)
-    aspect: str = Field(default="persona", max_length=32,
-                        description="persona, abilities, limits or lessons")
-    agent: str = Field(default="default", min_length=1, max_length=256)
-    reason: str | None = Field(default=None, max_length=1000)
-    importance: float | None = None
     confidence: float | None = None
     metadata: dict[str, Any] | None = None
     tags: list[str] | None = None
     ttl: float | None = Field(default=None, description="seconds")
-    source_id: str | None = Field(default=None, max_length=1024)
+
+
+MetaIn = request_model(fam.META_ADD, "MetaIn", base=MetaFields)

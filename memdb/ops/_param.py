@@ -24,7 +24,8 @@ _TYPES = ("str", "int", "float", "bool", "str_list", "object", "uuid")
 @dataclass(frozen=True)
 class Param:
     """``type``: str | int | float | bool | str_list | object | uuid. ``minimum`` and
-    ``maximum`` bound numbers (inclusive); ``min_length``/``max_length`` strings;
+    ``maximum`` bound numbers (inclusive; ``exclusive_minimum``: the minimum itself is out,
+    JSON Schema's ``exclusiveMinimum``); ``min_length``/``max_length`` strings;
     ``max_items``/``item_max_length`` lists; ``choices`` enumerate allowed strings (each
     item's, for a list). ``flags``: the CLI's option names (default ``--name``, with
     underscores as dashes); ``argument``: a CLI positional argument instead. ``metavar``: the
@@ -36,6 +37,7 @@ class Param:
     default: Any = None
     minimum: float | None = None
     maximum: float | None = None
+    exclusive_minimum: bool = False
     min_length: int | None = None
     max_length: int | None = None
     choices: tuple[str, ...] | None = None
@@ -49,6 +51,8 @@ class Param:
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
             raise ValueError(f"unknown parameter type {self.type!r}")
+        if self.exclusive_minimum and self.minimum is None:
+            raise ValueError(f"{self.name}: an exclusive minimum needs a minimum")
 
     @property
     def required(self) -> bool:
@@ -82,7 +86,7 @@ class Param:
             if self.pattern is not None:
                 out["pattern"] = self.pattern
             if self.minimum is not None:
-                out["minimum"] = self.minimum
+                out["exclusiveMinimum" if self.exclusive_minimum else "minimum"] = self.minimum
             if self.maximum is not None:
                 out["maximum"] = self.maximum
         out["description"] = self.describe()
@@ -103,7 +107,11 @@ class Param:
         if self.minimum is not None or self.maximum is not None:
             low = "" if self.minimum is None else _num(self.minimum)
             high = "" if self.maximum is None else _num(self.maximum)
-            parts.append(f"{low}–{high}" if low and high else (f"≥ {low}" if low else f"≤ {high}"))
+            if self.exclusive_minimum:
+                parts.append(f"> {low}" + (f", ≤ {high}" if high else ""))
+            else:
+                parts.append(f"{low}–{high}" if low and high
+                             else (f"≥ {low}" if low else f"≤ {high}"))
         if self.max_length is not None:
             parts.append(f"≤ {self.max_length} characters")
         if self.max_items is not None:
@@ -149,7 +157,8 @@ class Param:
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidInput(f"{self.name} must be a finite number")
         low, high = self.minimum, self.maximum
-        if (low is not None and value < low) or (high is not None and value > high):
+        below = low is not None and (value <= low if self.exclusive_minimum else value < low)
+        if below or (high is not None and value > high):
             span = self.range_text() or "its range"
             raise InvalidInput(f"{self.name} must be within {span}, got {_num(value)[:40]}")
         return float(value) if self.type == "float" else value

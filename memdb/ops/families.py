@@ -1,5 +1,6 @@
-"""The families' operations reached through more than one door (sessions, memory history, the
-graph, the review queue, traces, subjects, an agent's meta memory), declared once like those of
+"""The families' operations reached through more than one door (sessions, memory history,
+documents, the graph, the review queue, traces, subjects, profiles, an agent's meta memory),
+declared once like those of
 :mod:`memdb.ops.catalog`: their CLI commands' arguments and options, their HTTP request models
 and the docs' reference tables are generated from them. A limit a family also checks itself is
 declared with the family's bound, so every door refuses the same values."""
@@ -8,14 +9,27 @@ from __future__ import annotations
 
 from ._operation import Operation
 from ._param import REQUIRED, Param
-from .catalog import MAX_CONTENT_CHARS, MAX_NAME_CHARS, MEMORY
+from .catalog import (
+    IMPORTANCE,
+    MAX_CONTENT_CHARS,
+    MAX_K,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MEMORY,
+    REASON,
+)
 
 __all__ = ["FAMILY_OPERATIONS", "ROLES", "SESSION_LIST", "SESSION_GET", "SESSION_DELETE",
            "SESSION_APPEND", "HISTORY", "GRAPH_NEIGHBORS", "REVIEW_LIST", "REVIEW_APPROVE",
            "REVIEW_REJECT", "TRACES_LIST", "TRACE_GET", "TRACES_PURGE", "TRACES_ERASE",
-           "SUBJECT_EXPORT", "SUBJECT_FORGET", "META_READ"]
+           "SUBJECT_EXPORT", "SUBJECT_FORGET", "META_READ", "DOCUMENTS_LIST",
+           "DOCUMENTS_REMOVE", "DOCUMENTS_SEARCH", "GRAPH_LINK", "GRAPH_SEARCH", "TRACES_STATS",
+           "PROFILE", "META_ADD", "ASPECTS", "GRAPH_ROUTES"]
 
 ROLES = ("system", "user", "assistant", "tool")  # memdb.session.ROLES
+ASPECTS = ("persona", "limits", "abilities", "lessons")  # memdb.meta.ASPECTS
+GRAPH_ROUTES = ("vector", "bm25", "exact", "graph")
+MAX_HOURS = 1000 * 365 * 24  # memdb._validate.MAX_HOURS
 _READ = ("InvalidInput", "Forbidden", "DatabaseUnavailable")
 _ONE = ("InvalidInput", "NotFound", "Forbidden", "DatabaseUnavailable")
 
@@ -153,7 +167,112 @@ META_READ = Operation(
     scope="subject", result="persona, abilities, limits, lessons, memory_ids, counts",
     errors=_READ, doors=(("cli", "meta show"), ("http", "GET /v1/meta")))
 
+_QUERY = Param("query", "str", "What to look for: a question, keywords or a phrase.",
+               REQUIRED, max_length=MAX_QUERY_CHARS, argument=True)
+_K = Param("k", "int", "How many hits, best first.", 10, minimum=1, maximum=MAX_K,
+           flags=("-k", "--k"))
+
+DOCUMENTS_LIST = Operation(
+    "documents_list", "The ingested documents by URI: title, format, version, chunks.",
+    (Param("subject", "str", "Only this subject's documents.", min_length=1,
+           max_length=MAX_NAME_CHARS),
+     Param("prefix", "str", "Only URIs starting with this (e.g. file:///srv/docs/).",
+           max_length=4096),
+     _limit(100, 100_000), Param("offset", "int", "Skip this many first.", 0, minimum=0)),
+    scope="tenant", result="documents: uri, title, format, version, chunk_count",
+    errors=_READ, doors=(("cli", "documents list"), ("http", "GET /v1/documents")))
+
+DOCUMENTS_REMOVE = Operation(
+    "documents_remove", "Remove documents by URI with their chunk memories (text another "
+    "document shares stays, owned by it).",
+    (Param("uris", "str_list", "The documents' URIs.", REQUIRED, max_items=1000,
+           item_max_length=4096, argument=True),
+     REASON),
+    scope="tenant", result="removed", errors=_READ,
+    doors=(("cli", "documents remove"), ("http", "POST /v1/documents/remove")))
+
+DOCUMENTS_SEARCH = Operation(
+    "documents_search", "Search the document chunks; every hit cites its document, heading "
+    "path and offsets.",
+    (_QUERY, _K,
+     Param("parents", "bool", "Return each hit's parent section, once per parent.", False),
+     Param("subject", "str", "Only this subject's documents.", min_length=1,
+           max_length=MAX_NAME_CHARS)),
+    scope="tenant", result="hits: the hit and its citation (uri, heading path, offsets)",
+    errors=_READ, doors=(("cli", "documents search"), ("http", "POST /v1/documents/search")))
+
+GRAPH_LINK = Operation(
+    "graph_link", "Extract entities and relations from memories (the configured LLM, else a "
+    "heuristic for Chinese and English) and link them into the entity graph.",
+    (Param("memory_ids", "str_list", "The memories to (re-)link, in order (default: every "
+           "current memory of the subject, oldest first, at most limit).", max_items=10_000,
+           item_max_length=64, argument=True),
+     Param("subject", "str", "Link this subject's memories (default: the caller's subject, "
+           "else every subject).", min_length=1, max_length=MAX_NAME_CHARS),
+     Param("heuristic", "bool", "Use the heuristic extractor even when an LLM is configured.",
+           False),
+     Param("timeout", "float", "Seconds one extraction waits for the LLM (default "
+           "$MEMDB_LLM_TIMEOUT_GRAPH, else 30).", minimum=0, maximum=120,
+           exclusive_minimum=True),
+     _limit(1000, 100_000, "At most this many memories when no ids are given.")),
+    scope="tenant", result="linked, skipped, paths, mentions, relations, fallbacks, ms",
+    errors=_READ, doors=(("cli", "graph link"), ("http", "POST /v1/graph/link")))
+
+GRAPH_SEARCH = Operation(
+    "graph_search", "Hybrid search with the graph route: memories mentioning the entities "
+    "reached from those the query names, fused with vector, BM25 and exact match.",
+    (_QUERY, _K,
+     Param("hops", "int", "Relations walked from the query's entities.", 2, minimum=0,
+           maximum=4),
+     Param("entities", "str_list", "Also start the walk from these entities.", max_items=100,
+           item_max_length=200, flags=("--entity",)),
+     Param("routes", "str_list", "Only these routes (default all four).",
+           choices=GRAPH_ROUTES, max_items=len(GRAPH_ROUTES), flags=("--route",)),
+     Param("subject", "str", "Only this subject's memories.", min_length=1,
+           max_length=MAX_NAME_CHARS)),
+    scope="tenant", result="hits with both lists' ranks in their details",
+    errors=_READ, doors=(("cli", "graph search"), ("http", "POST /v1/graph/search")))
+
+TRACES_STATS = Operation(
+    "traces_stats", "Health of planned retrieval from the kept traces: empty-result, fallback "
+    "and degraded rates, p50/p95 latency, intent distribution.",
+    (Param("since_hours", "float", "Only the traces of the last this many hours (default: "
+           "all kept traces).", minimum=0, maximum=MAX_HOURS, exclusive_minimum=True,
+           flags=("--hours",), metavar="HOURS"),),
+    scope="tenant", result="searches, empty_rate, fallback_rate, degraded_rate, p50_ms, "
+    "p95_ms, intents", errors=_READ,
+    doors=(("cli", "traces stats"), ("http", "GET /v1/traces/stats")))
+
+PROFILE = Operation(
+    "profile", "A subject's profile as one document: communication style, stable facts, "
+    "preferences, expertise, habits and lessons, each item with the ids of the memories it "
+    "came from.",
+    (Param("subject", "str", "Whose profile (default: the caller's subject, else "
+           "'default').", min_length=1, max_length=MAX_NAME_CHARS, argument=True),
+     _limit(20, 1_000, "The most items per section.")),
+    scope="subject", result="sections with their items and memory_ids", errors=_READ,
+    doors=(("cli", "profile"), ("http", "GET /v1/profile")))
+
+META_ADD = Operation(
+    "meta_add", "Add to an agent's meta memory (persona, abilities, limits, lessons) through "
+    "the write gate; subject, category and kind follow from the agent and the aspect.",
+    (Param("content", "str", "What it says about the agent.", REQUIRED, min_length=1,
+           max_length=MAX_CONTENT_CHARS, argument=True, metavar="TEXT"),
+     Param("aspect", "str", "What the text says about the agent.", "persona",
+           choices=ASPECTS),
+     Param("agent", "str", "The agent's name.", "default", min_length=1,
+           max_length=MAX_NAME_CHARS),
+     IMPORTANCE,
+     Param("source_id", "str", "Where it came from (default: meta:ASPECT).",
+           max_length=1024),
+     REASON),
+    scope="subject", result="id, outcome", errors=("InvalidInput", "Rejected", "Forbidden",
+                                                    "DatabaseUnavailable"),
+    doors=(("cli", "meta add"), ("http", "POST /v1/meta")))
+
 FAMILY_OPERATIONS: tuple[Operation, ...] = (
     SESSION_LIST, SESSION_GET, SESSION_APPEND, SESSION_DELETE, HISTORY, GRAPH_NEIGHBORS,
     REVIEW_LIST, REVIEW_APPROVE, REVIEW_REJECT, TRACES_LIST, TRACE_GET, TRACES_PURGE,
-    TRACES_ERASE, SUBJECT_EXPORT, SUBJECT_FORGET, META_READ)
+    TRACES_ERASE, SUBJECT_EXPORT, SUBJECT_FORGET, META_READ, DOCUMENTS_LIST,
+    DOCUMENTS_REMOVE, DOCUMENTS_SEARCH, GRAPH_LINK, GRAPH_SEARCH, TRACES_STATS, PROFILE,
+    META_ADD)
