@@ -34,7 +34,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "families": ("store", "aio", "_aio_stub", "admin", "keys", "session", "documents",
                  "graph", "_graph_extract", "review", "traces", "maintenance", "lifecycle",
                  "sediment", "summarize", "subjects", "meta", "task_end", "agent",
-                 "agent_loop", "context", "tool", "jobs"),
+                 "agent_loop", "context", "tool", "jobs", "files"),
     "doors": ("cli", "shell", "http", "mcp", "ui", "integrations", "_doors", "report",
               "evaluation", "demo"),
 }

@@ -57,6 +57,7 @@ from .ingest import (
     Citation,
     Document,
     DocumentHit,
+    FileBytes,
     FileResult,
     IngestReport,
     IngestSettings,
@@ -107,7 +108,8 @@ class Documents(Family):
 
         ``sources``: paths (str or PathLike; folders are walked, ``include``/``exclude``
         globs match the path relative to the folder or the file name; hidden entries are
-        skipped) and :class:`TextSource` items (or dicts with ``id`` and ``text``).
+        skipped), :class:`TextSource` items (or dicts with ``id`` and ``text``) and
+        :class:`~memdb.ingest.FileBytes` items (an upload's bytes with a document id).
         Formats: Markdown, plain text, HTML and PDF (the last two need the ``docs`` extra).
         Chunks: at most ``chunk_tokens`` tokens of the bundled model's tokenizer, with
         ``overlap`` tokens repeated between neighbours, cut at headings, blocks, paragraphs
@@ -132,7 +134,7 @@ class Documents(Family):
         called with each source's result; if it also has a ``start(files)`` method, that is
         called first with the number of sources found (a progress bar's total).
         """
-        if isinstance(sources, (str, TextSource)) or hasattr(sources, "__fspath__"):
+        if isinstance(sources, (str, TextSource, FileBytes)) or hasattr(sources, "__fspath__"):
             sources = [sources]
         confined = self._store.subject
         who = subject if subject is not None else (confined or "default")

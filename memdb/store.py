@@ -47,6 +47,7 @@ from .errors import (
     NotMigrated,
     Rejected,
 )
+from .files import AddedFile, add_file
 from .filters import Filter
 from .gate import DEFAULT_POLICY, Decision, WritePolicy
 from .graph import Graph
@@ -635,6 +636,24 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
                         caption=caption, keep_bytes=keep_bytes, max_bytes=max_bytes,
                         tags=tags, metadata=metadata, importance=importance, reason=reason,
                         transcribe=transcribe, max_seconds=max_seconds)
+
+    def add_file(self, source: str | os.PathLike[str] | bytes, *, subject: str | None = None,
+                 name: str | None = None, tags: Sequence[str] | None = None,
+                 reason: str | None = None, max_bytes: int | None = None,
+                 **perceive_options: Any) -> AddedFile:
+        """Remember any file memdb reads, by its content: an image or a recording becomes a
+        perceptual memory (:meth:`perceive`, which ``perceive_options`` go to), a document
+        (PDF, Word, PowerPoint, Excel, EPUB, CSV, JSON, XML, Markdown, HTML, text) is ingested
+        (:meth:`memdb.documents.Documents.ingest`); anything else is refused with
+        UnsupportedFormat, nothing written. See :mod:`memdb.files`.
+
+        >>> store.add_file("report.docx", subject="alice").to_dict()["files"][0]["chunks"]
+        ...                                                           # doctest: +SKIP
+        3
+        """
+        v.reason(reason)
+        return add_file(self, source, subject=subject, name=name, tags=tags, reason=reason,
+                        max_bytes=max_bytes, **perceive_options)
 
     @_reads_on_primary
     def update(self, memory_id: UUID | str, *, reason: str | None = None,

@@ -367,7 +367,7 @@ def test_http_a_key_of_one_tenant_reaches_nothing_of_another_through_any_tool(
             "context": {"subject": "ulla", "query": "vault combination"},
             "add_document": {"subject": "ulla", "document_id": "vault.md", "text": "# Mine"},
             "ask": {"subject": "ulla", "question": "What is the vault combination?"},
-            "remember_image": {"subject": "ulla", "image_base64": base64.b64encode(
+            "remember_file": {"subject": "ulla", "file_base64": base64.b64encode(
                 text_image("Ulla's chess club", size=24)).decode()},
             "job": {"id": job},
             "remember_turn": {"subject": "ulla", "text": "Ulla's vault combination?",

@@ -1,6 +1,6 @@
 """Perceptual memory at the doors: HTTP (POST /v1/files, raw body and multipart, 413 over the
 upload limit, 400 for a file that is no image, the file's description and thumbnail), MCP
-(the remember_image tool over the HTTP door's /mcp) and the CLI (memdb add --file); each image,
+(the remember_file tool over the HTTP door's /mcp) and the CLI (memdb add --file); each image,
 English or Chinese, is then found by search, which says it is an image."""
 
 from __future__ import annotations
@@ -82,15 +82,16 @@ def test_http_refuses_oversized_and_non_image_uploads(door, keys, module_db):
     with door.client(keys["globex"]) as c:
         r = c.post("/v1/files", content=b"\x89PNG\r\n\x1a\n" + b"\0" * (LIMIT + 10))
         assert r.status_code == 413, r.text
-        r = c.post("/v1/files", content="只是一段文字，不是图片".encode())
+        r = c.post("/v1/files", content="只是一段文字，不是图片".encode(),
+                   params={"name": "照片.png"})  # a text named as an image: refused
         assert r.status_code == 400 and r.json()["error"]["type"] == "UnsupportedFormat"
-        assert "text" in r.json()["error"]["message"]
+        assert "its content is text" in r.json()["error"]["message"]
         # a small file is not refused by the upload limit's middleware for other routes
         assert c.post("/v1/search", json={"query": "x" * 10}).status_code == 200
     assert _rows(module_db, "globex") == before
 
 
-def test_mcp_remember_image_then_search(door, keys):
+def test_mcp_remember_file_takes_an_image_then_search(door, keys):
     from tests.test_http_mcp import mcp_session
 
     image = base64.b64encode(text_image("Invoice total 4280 dollars", size=36)).decode()
@@ -98,18 +99,20 @@ def test_mcp_remember_image_then_search(door, keys):
     async def scenario():
         async with mcp_session(door.url + "/mcp", keys["acme"]) as s:
             tools = [t.name for t in (await s.list_tools()).tools]
-            made = await s.call_tool("remember_image", {"image_base64": image,
-                                                        "subject": "finance",
-                                                        "name": "invoice.png"})
-            bad = await s.call_tool("remember_image", {"image_base64": "not base64!!",
-                                                       "subject": "finance"})
+            made = await s.call_tool("remember_file", {"file_base64": image,
+                                                       "subject": "finance",
+                                                       "name": "invoice.png"})
+            bad = await s.call_tool("remember_file", {"file_base64": "not base64!!",
+                                                      "subject": "finance"})
             found = await s.call_tool("search", {"query": "invoice total",
                                                  "subject": "finance"})
             return tools, made, bad, found
 
     tools, made, bad, found = anyio.run(scenario)
-    assert "remember_image" in tools
-    memory_id = json.loads(made.content[0].text)["id"]
+    assert "remember_file" in tools
+    made = json.loads(made.content[0].text)
+    assert made["kind"] == "image"
+    memory_id = made["id"]
     assert bad.is_error and "base64" in bad.content[0].text
     first = json.loads(found.content[0].text)["results"][0]
     assert (first["id"], first["modality"]) == (memory_id, "image")

@@ -1,4 +1,4 @@
-"""``memdb add --file PATH``: remember an image (store.perceive; docs/perceptual.md). The
+"""``memdb add --file PATH``: remember any file memdb reads (store.add_file; docs/files.md). The
 options only a file takes, and the options of ``memdb add`` a file does not take."""
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ __all__ = ["FILE_OPTIONS", "FILE_ONLY", "TEXT_ONLY_ALLOWED", "remember_file"]
 # (flags, click settings) for memdb add's options that only go with --file
 FILE_OPTIONS: tuple[tuple[list[str], dict[str, Any]], ...] = (
     (["--file", "file"], {"type": click.Path(dir_okay=False, allow_dash=False),
-                          "help": "Remember the image at this path instead of CONTENT: the "
-                                  "text OCR finds in it (Chinese and English) and a caption "
-                                  "(when a vision model is configured) become a perceptual "
-                                  "memory; its EXIF time becomes the memory's time. The "
-                                  "format is found from the content; a file that is no image, "
-                                  "is damaged, or is over the size or pixel limits is refused "
-                                  "(exit 1) and nothing is written."}),
+                          "help": "Remember the file at this path instead of CONTENT, by its "
+                                  "content: an image (its OCR text, Chinese and English, and "
+                                  "a caption) or a recording (its transcript) becomes a "
+                                  "perceptual memory; a document (PDF, Word, PowerPoint, "
+                                  "Excel, EPUB, CSV, JSON, XML, Markdown, HTML, text) is "
+                                  "ingested. A file of another format, damaged, or over the "
+                                  "size or pixel limits is refused (exit 1) and nothing is "
+                                  "written."}),
     (["--name"], {"help": "With --file: the file's name kept with the memory (default: its "
                           "own)."}),
     (["--ocr"], {"type": click.Choice(["rapidocr", "tesseract", "none"]),
@@ -51,13 +52,19 @@ def given(ctx: click.Context, names: Any) -> list[str]:
 def remember_file(path: str, *, as_json: bool, subject: str | None, name: str | None,
                   ocr: str | None, no_caption: bool, keep_bytes: int | None,
                   tags: list[str] | None, reason: str | None) -> None:
-    """store.perceive on the file at ``path``, printed as ``memdb add`` prints."""
-    got = store().perceive(path, subject=subject, name=name, ocr=ocr,
-                           caption=not no_caption, keep_bytes=keep_bytes,
-                           tags=tags or None, reason=reason)
+    """store.add_file on the file at ``path``, printed as ``memdb add`` prints."""
+    added = store().add_file(path, subject=subject, name=name, ocr=ocr,
+                             caption=not no_caption, keep_bytes=keep_bytes,
+                             tags=tags or None, reason=reason)
     if as_json:
-        emit_json(got.to_dict())
+        emit_json(added.to_dict())
         return
+    if added.report is not None:  # a document: its id and chunks
+        for f in added.report.files:
+            click.echo(f"{f.document_id} {f.status} {f.format} {f.chunks} chunks {f.uri}")
+        return
+    got = added.perceived
+    assert got is not None
     if got.modality == "audio":  # a recording: its length and whether it was transcribed
         length = "" if got.duration_s is None else f" {got.duration_s:g}s"
         click.echo(f"{got.id} {got.outcome} {got.mime}{length} {got.state}")

@@ -1,11 +1,12 @@
-"""``/v1/files``: perceptual memory over HTTP (store.perceive, store.percepts; docs/perceptual.md).
+"""``/v1/files``: any file over HTTP (store.add_file, store.percepts; docs/files.md).
 
-``POST /v1/files`` takes an image as the raw request body (any Content-Type; the format is
-found from the content) or as the field ``file`` of a ``multipart/form-data`` body, with the
-options as query parameters; a body over the server's ``max_file_bytes`` is refused with 413
-(by the body-size middleware, before it is read whole). ``GET /v1/files/{id}`` describes the
-file, ``GET /v1/files/{id}/thumbnail`` is its JPEG thumbnail, ``GET /v1/files/{id}/content``
-its bytes when they were kept. The router is made by :func:`router` from the app's own
+``POST /v1/files`` takes a file (image, recording or document) as the raw request body (any
+Content-Type; the format is found from the content) or as the field ``file`` of a
+``multipart/form-data`` body, with the options as query parameters; a body over the
+server's ``max_file_bytes`` is refused with 413 (by the body-size middleware, before it is
+read whole). ``GET /v1/files/{id}`` describes a perceptual memory's file,
+``GET /v1/files/{id}/thumbnail`` is its JPEG thumbnail, ``GET /v1/files/{id}/content`` its
+bytes when they were kept. The router is made by :func:`router` from the app's own
 dependency (the tenant's store, from the API key), so this module needs nothing else of the
 app."""
 
@@ -46,14 +47,16 @@ def router(tenant_store: Any, responses: dict[Any, Any]) -> APIRouter:
                        name: Annotated[str | None, Query(max_length=200)] = None,
                        caption: bool = True, tag: Annotated[list[str] | None, Query()] = None,
                        reason: Annotated[str | None, Query(max_length=1000)] = None) -> Any:
-        """Remember an image: its text (OCR, Chinese and English) and a caption (when the
-        server has a vision model) become a perceptual memory; the answer has its id, outcome,
-        text, caption, MIME type, dimensions, sha256, EXIF time and place. 400 for a file
-        that is no image memdb reads or is damaged, 413 over the size or pixel limits."""
+        """Remember a file, found by its content (store.add_file): an image (its OCR text
+        and caption) or a recording (its transcript) becomes a perceptual memory, a document
+        (PDF, Word, PowerPoint, Excel, EPUB, CSV, JSON, XML, Markdown, HTML, text) is
+        ingested; the answer's ``kind`` says which (image, audio, document) with the memory's
+        id, outcome, text, MIME type... or the document's id and chunks. 400 for a file
+        memdb does not read or a damaged one, 413 over the size or pixel limits."""
         data, filename = await _upload(request)
         if not data:
             raise InvalidInput("the upload is empty")
-        got = await store.perceive(data, subject=subject, name=name or filename,
+        got = await store.add_file(data, subject=subject, name=name or filename,
                                    caption=caption, tags=tag, reason=reason)
         return got.to_dict()
 

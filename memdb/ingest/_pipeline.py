@@ -146,6 +146,12 @@ class _Run:
     def _read(self, source: Source) -> tuple[bytes | str, int]:
         if source.text is not None:
             return source.text.text, len(source.text.text.encode("utf-8"))
+        if source.upload is not None:
+            data = source.upload.data
+            if len(data) > self.s.max_bytes:
+                raise FileProblem("too_large", f"{len(data)} bytes is over the limit of "
+                                               f"{self.s.max_bytes} bytes (max_bytes)")
+            return data, len(data)
         assert source.path is not None
         try:
             size = os.stat(source.path).st_size
@@ -202,7 +208,8 @@ class _Run:
                     text = extracted.text  # the title stays the caller's
                     doc_meta = {**metadata, "source_format": fmt}
             else:  # the content decides the format; a suffix that lies is refused
-                name = source.path.name  # type: ignore[union-attr]
+                name = (source.upload.name if source.upload is not None
+                        else source.path.name)  # type: ignore[union-attr]
                 fmt = detect(raw, name)  # type: ignore[arg-type]
                 extracted = extract(raw, fmt, name)  # type: ignore[arg-type]
                 text, title, encoding = extracted.text, extracted.title, extracted.encoding
@@ -459,6 +466,8 @@ class _Run:
         for source in sources:
             if source.text is not None:
                 total += len(source.text.text.encode("utf-8", "surrogatepass"))
+            elif source.upload is not None:
+                total += len(source.upload.data)
             elif source.path is not None and source.problem is None:
                 with contextlib.suppress(OSError):
                     total += os.stat(source.path).st_size

@@ -28,7 +28,7 @@ from ..errors import InvalidInput
 from ._readers import FORMATS, FileProblem, format_for, not_regular
 from ._sniff import BINARY_FORMATS, sniff_file
 
-__all__ = ["TextSource", "Source", "discover", "file_uri", "TEXT_FORMATS"]
+__all__ = ["TextSource", "FileBytes", "Source", "discover", "file_uri", "TEXT_FORMATS"]
 
 TEXT_FORMATS = ("markdown", "text", "csv", "json", "xml")
 """What a :class:`TextSource` may be: CSV, JSON and XML are converted as files of that
@@ -62,6 +62,23 @@ class TextSource:
                                + ", ".join(repr(f) for f in TEXT_FORMATS))
 
 
+@dataclass(frozen=True, slots=True)
+class FileBytes:
+    """A file's bytes to ingest as a document with the caller's id (an upload): its format is
+    found from the content (``name``'s suffix only for text), as a file's is."""
+
+    id: str
+    data: bytes
+    name: str = "upload"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip() or len(self.id) > 4096:
+            raise InvalidInput("a file source needs a document id (1 to 4096 characters)")
+        v.optional_text(self.id, "file source id", 4096)
+        if not isinstance(self.data, bytes):
+            raise InvalidInput("a file source's data must be bytes")
+
+
 @dataclass(slots=True)
 class Source:
     """One thing to ingest: a file (``path``) or a text (``text``), named by ``uri``."""
@@ -69,6 +86,7 @@ class Source:
     uri: str
     path: Path | None = None
     text: TextSource | None = None
+    upload: FileBytes | None = None
     relative: str = ""  # path relative to the folder it was found in (for globs)
     problem: FileProblem | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -180,6 +198,9 @@ def discover(items: Iterable[Any], *, include: Sequence[str] = (),
     for item in items:
         if isinstance(item, TextSource):
             sources.append(Source(item.id, text=item))
+            continue
+        if isinstance(item, FileBytes):
+            sources.append(Source(item.id, upload=item))
             continue
         if isinstance(item, dict):
             try:

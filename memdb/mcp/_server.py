@@ -307,12 +307,12 @@ async def _run(spec: ToolSpec, args: dict[str, Any], store: Any, scope: Scope,
         return result.to_dict()
     if name == "job":
         return {"job": (await store.jobs.get(args["id"])).to_json()}
-    if name == "remember_image":
+    if name == "remember_file":
         try:
-            data = base64.b64decode(args["image_base64"], validate=True)
+            data = base64.b64decode(args["file_base64"], validate=True)
         except (binascii.Error, ValueError):
-            raise InvalidInput("image_base64 is not valid base64") from None
-        got = await store.perceive(data, subject=subject or "default", name=args.get("name"),
+            raise InvalidInput("file_base64 is not valid base64") from None
+        got = await store.add_file(data, subject=subject or "default", name=args.get("name"),
                                    caption=args["caption"], tags=args.get("tags"),
                                    reason=args.get("reason"))
         return got.to_dict()

@@ -80,7 +80,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     _tool(ops.ASK),
     _tool(job_ops.JOB),
     _tool(remember_ops.REMEMBER),
-    _tool(file_ops.PERCEIVE),
+    _tool(file_ops.ADD_FILE),
 )
 _BY_NAME = {t.name: t for t in TOOLS}
 
