@@ -57,7 +57,7 @@ _FAMILIES = {"session_list", "session_get", "session_append", "session_delete", 
              "graph_neighbors", "review_list", "review_approve", "review_reject", "traces_list",
              "trace_get", "traces_purge", "traces_erase", "subject_export", "subject_forget",
              "meta_read", "documents_list", "documents_remove", "documents_search", "graph_link",
-             "graph_search", "traces_stats", "profile", "meta_add"}
+             "graph_search", "traces_stats", "profile", "meta_add", "session_state"}
 
 
 def test_every_declared_operation_has_a_cli_command_and_an_http_route():
@@ -237,11 +237,13 @@ def test_a_changed_declaration_changes_both_doors():
     ["traces", "stats", "--hours", "0"],
     ["profile", "--limit", "1001"],
     ["meta", "add", "我是小助手", "--importance", "2"],
+    ["session", "state", "s1", "--expected-version", "-1"],
+    ["session", "state", "s1", "--set", "[1]", "--expected-version", "0"],
 ], ids=["recall-k", "search-k-zh", "context-budget", "add-tag", "add-importance-zh", "ask-k",
         "summary-k", "consolidate-threshold", "session-limit", "session-role-zh",
         "neighbors-hops-zh", "review-id", "traces-limit", "traces-days", "meta-limit",
         "documents-k-zh", "documents-limit", "link-timeout", "graph-route-zh", "stats-hours",
-        "profile-limit", "meta-importance-zh"])
+        "profile-limit", "meta-importance-zh", "state-version", "state-set"])
 def test_the_cli_checks_the_declared_range_before_it_connects(args):
     """Out of its declared range, a value is InvalidInput (exit 1, the JSON error body the
     other doors give) before any database is opened: the DSN here leads nowhere."""

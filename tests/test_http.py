@@ -261,6 +261,13 @@ def test_sessions_and_documents(door, keys):
                                                        "expected_version": 0})
         assert stale.status_code == 409, stale.text
         assert c.get("/v1/sessions/trip/state").json()["goal"] == "杭州"
+        # declared once with the CLI's `session state` (memdb.ops.families.SESSION_STATE)
+        unversioned = c.put("/v1/sessions/trip/state", json={"state": {"goal": "x"}})
+        assert unversioned.status_code == 400 and "expected_version" in unversioned.text
+        negative = c.put("/v1/sessions/trip/state", json={"state": {"goal": "西湖"},
+                                                          "expected_version": -1})
+        assert negative.status_code == 400 and "expected_version must be within ≥ 0" in (
+            negative.text)
         assert c.delete("/v1/sessions/trip").status_code == 204
         doc = c.post("/v1/documents", json={"documents": [
             {"id": "notes/tea.md",

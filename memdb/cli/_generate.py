@@ -10,11 +10,13 @@ error, exit 2). Options a command offers beyond the declaration stay beside it, 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from ..errors import InvalidInput
 from ..ops import Operation, Param
 from ._shared import FINITE
 
@@ -62,8 +64,18 @@ def _check(param: Param) -> Callable[[click.Context, click.Parameter, Any], Any]
     def callback(ctx: click.Context, _: click.Parameter, value: Any) -> Any:
         if param.type == "str_list":
             value = list(value) if value else None
+        elif param.type == "object" and value is not None:
+            value = _json(param, value)
         return param.check(value)
     return callback
+
+
+def _json(param: Param, text: str) -> Any:
+    """An object parameter's value: the JSON text given on the command line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{param.cli_flags()[0]} is not valid JSON ({exc.msg})") from None
 
 
 def _metavar(param: Param) -> str:

@@ -130,33 +130,27 @@ def session_show(session_id: str, subject: str | None, max_tokens: int, max_mess
 
 
 @session.command("state")
-@click.argument("session_id")
-@_subject_option
-@click.option("--set", "replace_with", metavar="JSON",
-              help="Replace the state with this JSON object (keys: goal, constraints, "
-                   "steps_done, plan, budget, notes); needs --expected-version.")
+@declared(fam.SESSION_STATE)
 @click.option("--update", "changes", metavar="JSON",
-              help="Change only these fields (a JSON object).")
-@click.option("--expected-version", type=int,
-              help="The version you read; a stale one fails with a conflict (exit 1).")
+              help="Change only these fields (a JSON object); --expected-version optional.")
 @json_option
-def session_state(session_id: str, subject: str | None, replace_with: str | None,
-                  changes: str | None, expected_version: int | None, as_json: bool) -> None:
+def session_state(session_id: str, subject: str | None, state: dict[str, Any] | None,
+                  expected_version: int | None, changes: str | None, as_json: bool) -> None:
     """Read or write SESSION_ID's working state (optimistic concurrency by version)."""
     s = store().sessions
-    if replace_with and changes:
+    if state is not None and changes:
         raise InvalidInput("give --set or --update, not both")
-    if replace_with:
+    if state is not None:
         if expected_version is None:
             raise InvalidInput("--set needs --expected-version (0 for a new state)")
-        state = s.set_state(session_id, _json_object(replace_with, "--set"),
-                            expected_version=expected_version, subject=subject)
+        view = s.set_state(session_id, state, expected_version=expected_version,
+                           subject=subject)
     elif changes:
-        state = s.update_state(session_id, expected_version=expected_version, subject=subject,
-                               **_json_object(changes, "--update"))
+        view = s.update_state(session_id, expected_version=expected_version, subject=subject,
+                              **_json_object(changes, "--update"))
     else:
-        state = s.get_state(session_id, subject=subject)
-    data = {**state.to_json(), "version": state.version}
+        view = s.get_state(session_id, subject=subject)
+    data = {**view.to_json(), "version": view.version}
     if as_json:
         emit_json(data)
     else:

@@ -62,6 +62,7 @@ from ._models import (
     SessionListQuery,
     SessionQuery,
     StateIn,
+    StateQuery,
     SummaryQuery,
     TracesEraseIn,
     TracesListQuery,
@@ -354,16 +355,25 @@ async def delete_session(session_id: str, store: Store,
 
 
 @sessions.get("/{session_id}/state")
-async def get_state(session_id: str, store: Store, subject: str | None = None) -> Any:
-    return _state(await store.sessions.get_state(session_id, subject=subject))
+async def get_state(session_id: str, store: Store,
+                    query: Annotated[StateQuery, Query()]) -> Any:  # type: ignore[valid-type]
+    """The working state with its version."""
+    args = arguments(fam.SESSION_STATE, query, skip=("state", "expected_version"),
+                     session_id=session_id)
+    return _state(await store.sessions.get_state(args["session_id"],
+                                                 subject=args.get("subject")))
 
 
 @sessions.put("/{session_id}/state")
-async def set_state(session_id: str, body: StateIn, store: Store) -> Any:
-    """Replace the working state if ``expected_version`` is current (else 409)."""
-    return _state(await store.sessions.set_state(session_id, body.state,
-                                                 expected_version=body.expected_version,
-                                                 subject=body.subject))
+async def set_state(session_id: str, body: StateIn, store: Store) -> Any:  # type: ignore[valid-type]
+    """Replace the working state if ``expected_version`` is current (else 409); both
+    ``state`` and ``expected_version`` are needed here (a read is the GET)."""
+    args = arguments(fam.SESSION_STATE, body, session_id=session_id)
+    if args.get("state") is None or args.get("expected_version") is None:
+        raise InvalidInput("give state and expected_version (0 for a new state)")
+    return _state(await store.sessions.set_state(args["session_id"], args["state"],
+                                                 expected_version=args["expected_version"],
+                                                 subject=args.get("subject")))
 
 
 def _state(state: Any) -> dict[str, Any]:

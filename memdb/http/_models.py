@@ -17,7 +17,8 @@ from ._generate import Body, arguments, declared, request_model
 __all__ = [
     "MemoryIn", "AddOne", "AddMany", "MemoryPatch", "DeleteQuery", "SummaryQuery", "SearchIn",
     "RecallIn", "RememberIn", "ContextIn",
-    "MessageIn", "StateIn", "TextDocument", "IngestIn", "RemoveDocuments", "DocumentSearchIn",
+    "MessageIn", "StateIn", "StateQuery", "TextDocument", "IngestIn", "RemoveDocuments",
+    "DocumentSearchIn",
     "AskIn", "MaintenanceIn", "GraphLinkIn", "GraphSearchIn", "ReviewDecision", "TracesPurgeIn",
     "TracesEraseIn", "ForgetSubjectIn", "MetaIn", "SessionListQuery", "SessionQuery",
     "GraphNeighborsQuery", "ReviewListQuery", "TracesListQuery", "MetaQuery",
@@ -146,10 +147,9 @@ TracesEraseIn = request_model(fam.TRACES_ERASE, "TracesEraseIn")
 MetaQuery = request_model(fam.META_READ, "MetaQuery")
 
 
-class StateIn(_Body):
-    state: dict[str, Any]
-    expected_version: int = Field(ge=0)
-    subject: str | None = Name
+StateIn = request_model(fam.SESSION_STATE, "StateIn", skip=("session_id",))
+StateQuery = request_model(fam.SESSION_STATE, "StateQuery",
+                           skip=("session_id", "state", "expected_version"))
 
 
 class TextDocument(_Body):

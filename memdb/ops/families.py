@@ -20,7 +20,8 @@ from .catalog import (
 )
 
 __all__ = ["FAMILY_OPERATIONS", "ROLES", "SESSION_LIST", "SESSION_GET", "SESSION_DELETE",
-           "SESSION_APPEND", "HISTORY", "GRAPH_NEIGHBORS", "REVIEW_LIST", "REVIEW_APPROVE",
+           "SESSION_APPEND", "SESSION_STATE", "HISTORY", "GRAPH_NEIGHBORS", "REVIEW_LIST",
+           "REVIEW_APPROVE",
            "REVIEW_REJECT", "TRACES_LIST", "TRACE_GET", "TRACES_PURGE", "TRACES_ERASE",
            "SUBJECT_EXPORT", "SUBJECT_FORGET", "META_READ", "DOCUMENTS_LIST",
            "DOCUMENTS_REMOVE", "DOCUMENTS_SEARCH", "GRAPH_LINK", "GRAPH_SEARCH", "TRACES_STATS",
@@ -74,6 +75,20 @@ SESSION_APPEND = Operation(
      _SESSION_SUBJECT),
     scope="subject", result="id, tokens, folded, summary_path", errors=_READ,
     doors=(("cli", "session append"), ("http", "POST /v1/sessions/{session_id}/messages")))
+
+SESSION_STATE = Operation(
+    "session_state", "A session's working state (goal, constraints, steps_done, plan, budget, "
+    "notes) with its version; with state and expected_version, the state is replaced if "
+    "that version is current (optimistic concurrency: a stale one is a Conflict).",
+    (_SESSION_ID, _SESSION_SUBJECT,
+     Param("state", "object", "Replace the state with this object (keys: goal, constraints, "
+           "steps_done, plan, budget, notes); needs expected_version.", flags=("--set",),
+           metavar="JSON"),
+     Param("expected_version", "int", "The version you read (0 for a new state).",
+           minimum=0)),
+    scope="subject", result="goal, constraints, steps_done, plan, budget, notes, version",
+    errors=("InvalidInput", "Conflict", "Forbidden", "DatabaseUnavailable"),
+    doors=(("cli", "session state"), ("http", "PUT /v1/sessions/{session_id}/state")))
 
 HISTORY = Operation(
     "history", "Every recorded version of a memory, oldest first (the history survives the "
@@ -271,7 +286,8 @@ META_ADD = Operation(
     doors=(("cli", "meta add"), ("http", "POST /v1/meta")))
 
 FAMILY_OPERATIONS: tuple[Operation, ...] = (
-    SESSION_LIST, SESSION_GET, SESSION_APPEND, SESSION_DELETE, HISTORY, GRAPH_NEIGHBORS,
+    SESSION_LIST, SESSION_GET, SESSION_APPEND, SESSION_DELETE, SESSION_STATE, HISTORY,
+    GRAPH_NEIGHBORS,
     REVIEW_LIST, REVIEW_APPROVE, REVIEW_REJECT, TRACES_LIST, TRACE_GET, TRACES_PURGE,
     TRACES_ERASE, SUBJECT_EXPORT, SUBJECT_FORGET, META_READ, DOCUMENTS_LIST,
     DOCUMENTS_REMOVE, DOCUMENTS_SEARCH, GRAPH_LINK, GRAPH_SEARCH, TRACES_STATS, PROFILE,
