@@ -173,3 +173,33 @@ def test_a_worker_node_restart_loses_no_job_and_applies_none_twice(citus_cluster
     port = f":{citus_cluster.nodes[node].port}"  # the worker met the outage, and lived
     assert any(port in r.getMessage() for r in caplog.records
                if r.name == "memdb.jobs" and r.levelno >= logging.WARNING), caplog.text
+
+
+def test_a_failed_job_backs_off_then_dies_with_its_last_error(cluster_db, embedder):
+    """memdb.fail_job on the cluster: a handler's error is recorded (state failed, due again
+    after the backoff), and the last attempt leaves the job dead keeping the error. (Citus
+    refuses an UPDATE mixing now() with column references: fail_job then raised, and the job
+    stayed running, its error lost, until its lease ran out.)"""
+    reg = Registry()
+
+    @reg.handler("test.boom")
+    def boom(ctx):
+        raise RuntimeError(f"出错了 boom {ctx.job.tenant}")
+
+    with MemoryStore(cluster_db, tenant="globex", embedder=embedder, gate=None) as store:
+        job = store.jobs.enqueue("test.boom", {}, max_attempts=2)
+        worker = Worker(cluster_db, handlers=reg, backoff=0.2)
+        try:
+            assert worker.handle(worker.claim(1)[0]) == "failed"
+            first = store.jobs.get(job.id)
+            assert (first.state, first.attempts) == ("failed", 1)
+            assert first.last_error == "RuntimeError: 出错了 boom globex"
+            assert worker.claim(1) == []  # backing off
+            time.sleep(0.3)
+            assert worker.handle(worker.claim(1)[0]) == "dead"
+        finally:
+            worker.stop()
+        dead = store.jobs.get(job.id)
+    assert (dead.state, dead.attempts, dead.last_error) == (
+        "dead", 2, "RuntimeError: 出错了 boom globex")
+    assert dead.finished_at is not None
