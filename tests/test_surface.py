@@ -28,6 +28,7 @@ CORE = {
     "decompose",  # plan's sibling: the sub-queries option decompose would search (no search)
     "mark_used",
     "remember", "context", "profile", "tool", "dispatch", "task_end",
+    "add_file", "perceive",  # a file of any format; an image or a recording (docs/files.md)
     "embedder", "llm", "planner", "recall_timeout_ms", "trace_recall", "space_id", "tenant",
     "subject", "actor", "gate", "on_embedding_error", "db",
     "replica", "consistency",  # read replicas (docs/scaling.md): the router, a consistency block
@@ -103,8 +104,8 @@ def test_store_public_names(store: MemoryStore) -> None:
     assert public(MemoryStore) | public(store) == CORE | set(families)
     assert public(store) == CORE | set(families)
     # the shape a newcomer sees (44 before read replicas added two and query decomposition
-    # one)
-    assert len(CORE) + len(families) <= 47
+    # one; files two verbs, add_file and perceive, and the jobs and percepts families two)
+    assert len(CORE) + len(families) <= 51
 
 
 def test_families_are_composed_cached_and_typed(store: MemoryStore) -> None:
