@@ -1,7 +1,7 @@
 """alembic environment for memdb: connects as the admin login (the DSN memdb passes in, else
 MEMDB_ADMIN_DSN, else MEMDB_DSN, else the embedded server's superuser, which then grants
 memdb_app to the embedded data-path login), keeps its version table as
-public.memdb_alembic_version, compares only schema ``memdb`` against memdb._tables.metadata,
+public.memdb_alembic_version, compares only schema ``memdb`` against memdb.core._tables.metadata,
 and after any upgrade step re-applies the functions and triggers from sql/ (when the database
 is then at head: they are written for the newest tables); at head with no step, it re-applies
 them when the digest recorded on schema memdb differs from sql/'s (a newer memdb with changed
@@ -17,10 +17,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, pool
 
 from alembic import context
-from memdb import _sql
-from memdb._tables import metadata
-from memdb.connection import resolve_admin_dsn
-from memdb.migrations import (
+from memdb.core import sql
+from memdb.core._tables import metadata
+from memdb.core.connection import resolve_admin_dsn
+from memdb.core.migrations import (
     VERSION_TABLE,
     apply_objects,
     has_citus,
@@ -83,7 +83,7 @@ def _run(dsn: str) -> None:
         )
         with context.begin_transaction():
             # one migration at a time: a concurrent one waits here, then finds nothing to do
-            connection.exec_driver_sql(_sql.query("migration_lock"))
+            connection.exec_driver_sql(sql.query("migration_lock"))
             context.run_migrations()
             at_head = context.get_context().get_current_revision() == script.get_current_head()
             driver = connection.connection.driver_connection
@@ -92,7 +92,7 @@ def _run(dsn: str) -> None:
                 apply_objects(driver)
             citus = any(distributed) and has_citus(driver)
         if citus:  # after the commit: the workers see the distributed tables only now
-            failed = [row for row in driver.execute(_sql.query("citus_identity_past_rows"))
+            failed = [row for row in driver.execute(sql.query("citus_identity_past_rows"))
                       if not row[2]]
             driver.commit()
             if failed:

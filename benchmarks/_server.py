@@ -39,7 +39,7 @@ def server(dsn: str | None) -> Iterator[tuple[str, str]]:
     if dsn:
         yield dsn, "dsn"
         return
-    from memdb.embedded import EmbeddedServer
+    from memdb.core.embedded import EmbeddedServer
 
     home = tempfile.mkdtemp(prefix="memdb-bench-")
     os.chmod(home, 0o755)

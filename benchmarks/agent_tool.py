@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memdb import LocalEmbedder, MemoryStore  # noqa: E402
-from memdb.migrations import upgrade  # noqa: E402
+from memdb.core.migrations import upgrade  # noqa: E402
 
 
 def main() -> None:

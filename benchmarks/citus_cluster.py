@@ -56,8 +56,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a source checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from memdb import MemoryInput, MemoryStore, _sql  # noqa: E402
-from memdb.migrations import upgrade  # noqa: E402
+from memdb import MemoryInput, MemoryStore  # noqa: E402
+from memdb.core import sql  # noqa: E402
+from memdb.core.migrations import upgrade  # noqa: E402
 
 TENANTS = ["acme", "globex", "腾讯", "initech", "阿里巴巴", "umbrella", "hooli", "字节跳动"]
 EN = ["prefers green tea", "moved to Lisbon", "deploys with Terraform", "plays the violin",
@@ -132,10 +133,10 @@ def _explain_shapes(store: MemoryStore, tenant: str, vector: np.ndarray, mid) ->
     params = {"tenant": tenant, "query": "green tea 绿茶", "embedding": vector, "k": 10,
               "filter": Jsonb({}), "options": Jsonb({}), "id": mid, "limit": 10, "offset": 0}
     shapes = {
-        "search (search_hybrid)": _sql.query("search_hybrid"),
-        "get (get_memory)": _sql.query("get_memory"),
-        "list (list_memories)": _sql.query("list_memories"),
-        "count (count_memories)": _sql.query("count_memories"),
+        "search (search_hybrid)": sql.query("search_hybrid"),
+        "get (get_memory)": sql.query("get_memory"),
+        "list (list_memories)": sql.query("list_memories"),
+        "count (count_memories)": sql.query("count_memories"),
         "a write's insert": "INSERT INTO memdb.memories (tenant, subject, content)"
                             " VALUES (%(tenant)s, 'x', 'y')",
     }

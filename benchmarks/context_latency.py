@@ -31,8 +31,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memdb import LocalEmbedder, MemoryStore  # noqa: E402
-from memdb.migrations import upgrade  # noqa: E402
-from memdb.session import SessionWindow  # noqa: E402
+from memdb.core.migrations import upgrade  # noqa: E402
+from memdb.families.session import SessionWindow  # noqa: E402
 
 EN = ["prefers green tea", "lives in Berlin", "works as a nurse", "plays the violin",
       "decided to use PostgreSQL", "backs up the database nightly", "likes hiking",

@@ -39,10 +39,11 @@ if str(ROOT) not in sys.path:
 
 from memdb import MemoryStore  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
-from memdb.search import DEFAULT_OPTIONS  # noqa: E402
+from memdb.retrieval.search import DEFAULT_OPTIONS  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "defaults_ab.json"
-# the default of the revisions before issue 19's round two (memdb/search.py DEFAULT_OPTIONS)
+# the default of the revisions before issue 19's round two (memdb/retrieval/search.py
+# DEFAULT_OPTIONS)
 OLD_DEFAULT = {"weights": {"vector": 0.5, "bm25": 1.0, "exact": 1.0}, "rrf_k": 5, "k1": 1.2,
                "b": 0.3}
 

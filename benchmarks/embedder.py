@@ -79,14 +79,14 @@ def mixed(n: int, tag: str = "") -> list[str]:
 
 
 def old_embeddings(rev: str):
-    """memdb/embeddings.py as it was at ``rev``, imported as memdb._embeddings_before."""
-    source = subprocess.run(["git", "show", f"{rev}:memdb/embeddings.py"], cwd=ROOT,
+    """memdb/core/embeddings.py as it was at ``rev``, imported as memdb._embeddings_before."""
+    source = subprocess.run(["git", "show", f"{rev}:memdb/core/embeddings.py"], cwd=ROOT,
                             check=True, capture_output=True, text=True).stdout
     spec = importlib.util.spec_from_loader("memdb._embeddings_before", loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "memdb"
     sys.modules[spec.name] = module
-    exec(compile(source, f"{rev}:memdb/embeddings.py", "exec"), module.__dict__)
+    exec(compile(source, f"{rev}:memdb/core/embeddings.py", "exec"), module.__dict__)
     return module
 
 

@@ -7,7 +7,7 @@ labeled queries, 98 Chinese, with the expected memory keys and intent) once per
 configuration, same snapshot, same k:
 
 - ``flat``: ``store.search`` (hybrid, tuned defaults) — the baseline;
-- ``+scope``: the query classified by the write-time rules (memdb.classify) → one typed query
+- ``+scope``: the query classified by the write-time rules (memdb.write.classify) → one typed query
   in that category (general → all), via ``store.recall`` without hotness;
 - ``+planner``: the heuristic intent planner's plan, without hotness;
 - ``+hotness``: the same plus hotness (weight 0.3, never on system); recall's defaults leave
@@ -15,7 +15,7 @@ configuration, same snapshot, same k:
 - ``+planner unanchored``: the plan with ``recall(anchor=False)``: scoped routes may pull
   memories past the flat top k (anchored rows hold flat's top k, ordered by the plan).
 
-Scoped rows run once per ``--backstops`` weight (default: recall's, memdb.recall.
+Scoped rows run once per ``--backstops`` weight (default: recall's, memdb.retrieval.recall.
 DEFAULT_BACKSTOP, the weight of the all-categories route beside the scoped ones); 0 leaves it
 to the fallback (when a route finds nothing) and the anchor. Each row also counts the queries
 whose recall@k rose or fell against flat (won/lost). ``EVAL_WITH_GENERAL=0/1``
@@ -45,15 +45,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memdb import MemoryStore, QueryPlan, TypedQuery  # noqa: E402
-from memdb.classify import classify  # noqa: E402
-from memdb.embeddings import embedder_from_env  # noqa: E402
+from memdb.core.embeddings import embedder_from_env  # noqa: E402
 from memdb.evaluation._metrics import percentile  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
-from memdb.planner import heuristic_plan  # noqa: E402
-from memdb.recall import DEFAULT_BACKSTOP  # noqa: E402
+from memdb.retrieval.planner import heuristic_plan  # noqa: E402
+from memdb.retrieval.recall import DEFAULT_BACKSTOP  # noqa: E402
+from memdb.write.classify import classify  # noqa: E402
 
 SUBJECT = "me"
-# EVAL_WITH_GENERAL=0/1 overrides recall's default (memdb.recall.WITH_GENERAL)
+# EVAL_WITH_GENERAL=0/1 overrides recall's default (memdb.retrieval.recall.WITH_GENERAL)
 WITH_GENERAL = {"0": False, "1": True}.get(os.environ.get("EVAL_WITH_GENERAL", ""))
 
 

@@ -36,18 +36,18 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.embeddings import embedder_from_env  # noqa: E402
+from memdb.core.embeddings import embedder_from_env  # noqa: E402
 from memdb.evaluation._locomo_data import load_locomo  # noqa: E402
 from memdb.evaluation._metrics import score_question, summarize  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.evaluation.locomo import memory_inputs  # noqa: E402
-from memdb.planner import heuristic_plan  # noqa: E402
-from memdb.recall import DEFAULT_BACKSTOP  # noqa: E402
+from memdb.retrieval.planner import heuristic_plan  # noqa: E402
+from memdb.retrieval.recall import DEFAULT_BACKSTOP  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from eval_intent import scope_plan  # noqa: E402
 
-# EVAL_WITH_GENERAL=0/1 overrides recall's default (memdb.recall.WITH_GENERAL)
+# EVAL_WITH_GENERAL=0/1 overrides recall's default (memdb.retrieval.recall.WITH_GENERAL)
 WITH_GENERAL = {"0": False, "1": True}.get(os.environ.get("EVAL_WITH_GENERAL", ""))
 DEFAULT_PATH = HERE.parent.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 

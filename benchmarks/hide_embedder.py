@@ -27,7 +27,7 @@ import psycopg  # noqa: E402
 from _server import emit, server, with_db  # noqa: E402
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.migrations import upgrade  # noqa: E402
+from memdb.core.migrations import upgrade  # noqa: E402
 
 
 def _ms(start: float) -> float:

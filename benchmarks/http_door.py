@@ -38,7 +38,7 @@ from _server import emit, server, with_db  # noqa: E402
 from concurrency import memories, pct, queries  # noqa: E402
 
 from memdb import AsyncMemoryStore, LocalEmbedder, MemoryAdmin, MemoryStore  # noqa: E402
-from memdb.keys import create_key  # noqa: E402
+from memdb.families.keys import create_key  # noqa: E402
 
 
 def serve(dsn: str, port: int, pool: int) -> None:

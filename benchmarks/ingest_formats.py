@@ -45,8 +45,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.ingest._formats import extract  # noqa: E402
-from memdb.ingest._sniff import detect  # noqa: E402
+from memdb.write.ingest._formats import extract  # noqa: E402
+from memdb.write.ingest._sniff import detect  # noqa: E402
 from tests import office_files  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "ingest_formats.json"

@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:  # run from a source checkout without installing
     sys.path.insert(0, str(ROOT))
 
 from memdb import MemoryInput, MemoryStore  # noqa: E402
-from memdb.migrations import upgrade  # noqa: E402
+from memdb.core.migrations import upgrade  # noqa: E402
 
 DIMS = 384
 SUBJECTS = 100

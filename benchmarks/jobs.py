@@ -1,6 +1,6 @@
 """The job queue's overhead (memdb.jobs, docs/jobs.md): database time of claim + complete per
 job with 10,000 jobs queued, and worker throughput per core with a no-op and a heuristic
-handler (the keyword classifier, memdb.classify: what extraction without a model costs).
+handler (the keyword classifier, memdb.write.classify: what extraction without a model costs).
 
 Per job the worker runs two transactions: the claim (memdb.claim_jobs) and the handler's
 (memdb.start_job, the handler, memdb.complete_job). "claim+complete" is their wall time seen
@@ -42,8 +42,8 @@ def _fill(store, tenant: str, n: int, kind: str) -> None:
 
 def run(samples: int, drain: int, cores: int) -> dict:
     from memdb import MemoryStore
-    from memdb.classify import classify
-    from memdb.jobs import Registry, Worker
+    from memdb.families.jobs import Registry, Worker
+    from memdb.write.classify import classify
 
     reg = Registry()
     reg.register("bench.noop", lambda ctx: None)

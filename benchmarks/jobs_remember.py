@@ -3,7 +3,8 @@ with the project's local llama.cpp model (tests/local_llm.py: Gemma 3 270M Q4_K_
 server thread, one request at a time).
 
 ``store.remember(turn, wait=False)`` keeps each turn and enqueues a ``remember`` job
-(memdb/jobs/remember.py); a :class:`memdb.jobs.Worker` with ``--concurrency`` threads then
+(memdb/families/jobs/remember.py); a :class:`memdb.families.jobs.Worker` with ``--concurrency``
+threads then
 drains them (``run(until_idle=True)``, timed; the enqueueing is not). The worker's stores
 use the embedded server and the bundled local embedder; with the model they read
 ``MEMDB_LLM_BASE_URL`` / ``MEMDB_LLM_MODEL`` / ``MEMDB_LLM_API_KEY`` from the running
@@ -43,7 +44,7 @@ LLM_ENV = ("MEMDB_LLM_BASE_URL", "MEMDB_LLM_MODEL", "MEMDB_LLM_API_KEY")
 
 def _drain(store, jobs: int, concurrency: int, tag: str, use_llm: bool) -> dict:
     from memdb import MemoryStore
-    from memdb.jobs import Worker
+    from memdb.families.jobs import Worker
 
     ids = [store.remember(TURNS[i % 4].format(i=i), subject=f"bench-{tag}",
                           turn_id=f"{tag}-{i}", wait=False,

@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.migrations import upgrade  # noqa: E402
+from memdb.core.migrations import upgrade  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "lifecycle.json"
 TEXTS = ["{s} prefers {x} in the morning", "{s}喜欢在周末去{x}爬山",

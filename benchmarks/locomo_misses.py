@@ -38,7 +38,7 @@ from memdb import MemoryStore  # noqa: E402
 from memdb.evaluation._locomo_data import load_locomo  # noqa: E402
 from memdb.evaluation._metrics import CATEGORY_NAMES  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
-from memdb.search import DEFAULT_OPTIONS  # noqa: E402
+from memdb.retrieval.search import DEFAULT_OPTIONS  # noqa: E402
 
 POOL = 50  # search_hybrid's default depth at k = 10
 BUCKETS = ((20, "11-20"), (50, "21-50"), (100, "51-100"), (300, "101-300"), (1000, ">300"))

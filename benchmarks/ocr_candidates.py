@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
 
 from PIL import Image  # noqa: E402
 
-from memdb.perceive._ocr import ocr_engine  # noqa: E402
+from memdb.write.perceive._ocr import ocr_engine  # noqa: E402
 from tests.image_factory import samples  # noqa: E402
 
 

@@ -55,8 +55,8 @@ def worker(tree: str) -> None:
     from psycopg import pq
 
     import memdb
-    from memdb.connection import Database
-    from memdb.migrations import upgrade
+    from memdb.core.connection import Database
+    from memdb.core.migrations import upgrade
 
     sys.path.insert(1, str(Path(__file__).resolve().parent))
     from _server import RandomEmbedder

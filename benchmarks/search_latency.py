@@ -55,8 +55,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a source checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from memdb import MemoryInput, MemoryStore, _sql  # noqa: E402
-from memdb.migrations import upgrade  # noqa: E402
+from memdb import MemoryInput, MemoryStore  # noqa: E402
+from memdb.core import sql as sql_files  # noqa: E402
+from memdb.core.migrations import upgrade  # noqa: E402
 
 DIMS = 384
 K = 10
@@ -660,7 +661,7 @@ LIMIT {depth}""",
             )
     for scope, flt_json in (("scoped", json.dumps({"subject": subject})), ("tenant", "{}")):
         outer = psycopg.ClientCursor(conn).mogrify(
-            _sql.query("search_hybrid"),
+            sql_files.query("search_hybrid"),
             {
                 "tenant": TENANT,
                 "query": (texts.get("en") or q_vec).text,

@@ -45,11 +45,11 @@ if str(ROOT) not in sys.path:  # this checkout's memdb (migrations, SQL), not an
     sys.path.insert(0, str(ROOT))
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.embeddings import embedder_from_env  # noqa: E402
+from memdb.core.embeddings import embedder_from_env  # noqa: E402
 from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.evaluation._vector_cache import PassageVectorCache, embed_passages_cached  # noqa: E402
 from memdb.evaluation.locomo import load_locomo, memory_inputs  # noqa: E402
-from memdb.search import DEFAULT_OPTIONS  # noqa: E402
+from memdb.retrieval.search import DEFAULT_OPTIONS  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "temporal_ab.json"
 FILES = [*AB_FILES, "168_temporal_boost.sql"]  # search_hybrid and its routes

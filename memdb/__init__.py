@@ -11,10 +11,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .admin import MemoryAdmin
-    from .aio import AsyncMemoryStore
-    from .embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
-    from .errors import (
+    from .core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
+    from .core.errors import (
         Conflict,
         DatabaseError,
         DatabaseUnavailable,
@@ -31,9 +29,8 @@ if TYPE_CHECKING:
         ReplicaUnavailable,
         UnsupportedServer,
     )
-    from .filters import Filter
-    from .gate import DEFAULT_POLICY, Decision, TTLDefaults, WritePolicy
-    from .models import (
+    from .core.filters import Filter
+    from .core.models import (
         AddResult,
         Category,
         HistoryEntry,
@@ -43,9 +40,12 @@ if TYPE_CHECKING:
         SearchHit,
         SourceType,
     )
-    from .planner import Planner, QueryPlan, TypedQuery
-    from .recall import RecallResults, RecallStatus
-    from .store import MemoryInput, MemoryStore
+    from .families.admin import MemoryAdmin
+    from .families.aio import AsyncMemoryStore
+    from .families.store import MemoryInput, MemoryStore
+    from .retrieval.planner import Planner, QueryPlan, TypedQuery
+    from .retrieval.recall import RecallResults, RecallStatus
+    from .write.gate import DEFAULT_POLICY, Decision, TTLDefaults, WritePolicy
 
 __version__ = "0.1.0"
 
@@ -62,20 +62,20 @@ __all__ = [
 ]
 
 _HOME = {  # public name -> the module that defines it
-    **dict.fromkeys(("MemoryStore", "MemoryInput"), "store"),
-    "AsyncMemoryStore": "aio", "MemoryAdmin": "admin", "Filter": "filters",
-    **dict.fromkeys(("QueryPlan", "TypedQuery", "Planner"), "planner"),
-    **dict.fromkeys(("RecallResults", "RecallStatus"), "recall"),
-    **dict.fromkeys(("WritePolicy", "TTLDefaults", "Decision", "DEFAULT_POLICY"), "gate"),
+    **dict.fromkeys(("MemoryStore", "MemoryInput"), "families.store"),
+    "AsyncMemoryStore": "families.aio", "MemoryAdmin": "families.admin", "Filter": "core.filters",
+    **dict.fromkeys(("QueryPlan", "TypedQuery", "Planner"), "retrieval.planner"),
+    **dict.fromkeys(("RecallResults", "RecallStatus"), "retrieval.recall"),
+    **dict.fromkeys(("WritePolicy", "TTLDefaults", "Decision", "DEFAULT_POLICY"), "write.gate"),
     **dict.fromkeys(("Memory", "AddResult", "SearchHit", "HistoryEntry", "Kind", "Category",
-                     "Scope", "SourceType"), "models"),
-    **dict.fromkeys(("Embedder", "LocalEmbedder", "OpenAIEmbedder"), "embeddings"),
+                     "Scope", "SourceType"), "core.models"),
+    **dict.fromkeys(("Embedder", "LocalEmbedder", "OpenAIEmbedder"), "core.embeddings"),
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        value = getattr(import_module(f".{_HOME.get(name, 'errors')}", __name__), name)
+        value = getattr(import_module(f".{_HOME.get(name, 'core.errors')}", __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'memdb' has no attribute {name!r}")

@@ -1,7 +1,8 @@
 """What the doors (``memdb serve``, ``memdb mcp``) hold while they run, written once for both.
 
-- :class:`KeyChecker`: an API key -> its :class:`~memdb.keys.Binding` (or None), the one
-  synchronous :func:`memdb.keys.lookup` run under the async driver (:func:`memdb._bridge.run`)
+- :class:`KeyChecker`: an API key -> its :class:`~memdb.families.keys.Binding` (or None), the one
+  synchronous :func:`memdb.families.keys.lookup`
+  run under the async driver (:func:`memdb.core.bridge.run`)
   on a ``Database(driver="async")``: no worker-thread hop per request, and pooled connections
   are probed before use, so connections the server dropped are replaced, not failed requests.
 - :class:`StoreCache`: one :class:`~memdb.AsyncMemoryStore` per (tenant, subject), opened on
@@ -17,10 +18,10 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
-from . import _bridge
-from . import keys as _keys
-from .aio import AsyncMemoryStore
-from .connection import Database
+from .core import bridge
+from .core.connection import Database
+from .families import keys as _keys
+from .families.aio import AsyncMemoryStore
 
 __all__ = ["KeyChecker", "StoreCache", "UNAUTHORIZED"]
 
@@ -31,7 +32,7 @@ UNAUTHORIZED = "a valid API key is required (Authorization: Bearer <key>)"
 class KeyChecker:
     """Checks the API keys presented to a door: ``await checker.check(key)`` is the key's
     binding, or None (absent, malformed, unknown, revoked). A database that cannot be reached
-    is a :class:`~memdb.errors.DatabaseUnavailable` (its DSN's password masked).
+    is a :class:`~memdb.core.errors.DatabaseUnavailable` (its DSN's password masked).
 
     ``dsn``: the data path's login (the application login is enough; default ``$MEMDB_DSN``,
     else the embedded server). The pool (``max_size`` connections) opens on the first check or
@@ -52,17 +53,17 @@ class KeyChecker:
         async with self._opening:
             if not self._opened:
                 await asyncio.to_thread(self.db.connect)  # may start the embedded server
-                await _bridge.run(lambda: self.db.pool)
+                await bridge.run(lambda: self.db.pool)
                 self._opened = True
 
     async def check(self, key: object) -> _keys.Binding | None:
         if _keys.parse_key(key) is None:  # garbage costs no round trip
             return None
         await self.open()
-        return await _bridge.run(_keys.lookup, self.db, key)
+        return await bridge.run(_keys.lookup, self.db, key)
 
     async def close(self) -> None:
-        await _bridge.run(self.db.close)
+        await bridge.run(self.db.close)
         self._opened = False
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .models import SearchHit
-from .store import MemoryStore
+from .core.models import SearchHit
+from .families.store import MemoryStore
 
 __all__ = ["MEMORIES", "SEARCHES", "run", "summarize_hit"]
 

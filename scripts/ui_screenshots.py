@@ -43,7 +43,7 @@ def main() -> int:
     from memdb import MemoryAdmin, MemoryStore
     from memdb import demo as demo_data
     from memdb.http import ServerSettings, create_app
-    from memdb.keys import create_key, revoke_key
+    from memdb.families.keys import create_key, revoke_key
 
     with MemoryStore(args.dsn, tenant="demo") as store:
         demo_data.run(store)

@@ -1,7 +1,8 @@
 """A canned OpenAI-compatible server for tests: the only fake in memdb's tests.
 
 It fakes the embedding and chat endpoints, never the database. The real ``openai`` client (inside
-:class:`memdb.OpenAIEmbedder` or :class:`memdb.llm.ChatLLM`) talks to it over HTTP on 127.0.0.1,
+:class:`memdb.OpenAIEmbedder` or :class:`memdb.core.llm.ChatLLM`) talks to it over HTTP on
+127.0.0.1,
 so memdb's code runs unchanged. One server serves both endpoints:
 
 * ``POST /v1/embeddings`` by ``mode`` (one of :data:`MODES`, changeable while it runs):

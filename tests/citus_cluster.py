@@ -25,7 +25,7 @@ rebalancer tests)::
     cluster.stop()           # stop every node and delete the data folders
 
     with migrated_cluster() as cluster: ...   # built (cached), started, memdb migrated
-                             # (memdb.migrations.upgrade, what `memdb migrate` runs)
+                             # (memdb.core.migrations.upgrade, what `memdb migrate` runs)
     reset(cluster.dsn())     # empty every memdb table (between tests; the schema stays)
 
 In tests use the session fixture ``citus_cluster`` (tests/conftest.py: one cluster for the
@@ -234,7 +234,7 @@ def migrated_cluster(workers: int = 2):
     (the message names the log)."""
     import time
 
-    from memdb.migrations import upgrade
+    from memdb.core.migrations import upgrade
     from tests.citus_build import citus_install
 
     bindir = citus_install()

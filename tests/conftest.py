@@ -19,8 +19,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memdb import LocalEmbedder, MemoryStore
-from memdb.embedded import EmbeddedServer
-from memdb.migrations import upgrade
+from memdb.core.embedded import EmbeddedServer
+from memdb.core.migrations import upgrade
 
 # The memdb commands tests run in subprocesses do not leave a shell daemon behind (it would
 # keep their temporary homes' servers up); tests/test_shell.py turns it on where it tests it.

@@ -15,7 +15,7 @@ import inspect
 import threading
 from typing import Any
 
-from memdb.aio import AsyncMemoryStore, _Facade
+from memdb.families.aio import AsyncMemoryStore, _Facade
 
 __all__ = ["OnAsyncDriver", "run"]
 

@@ -20,7 +20,7 @@ def make_keys(dsn: str, embedder: Any) -> dict[str, str]:
     The embedder's space is registered first (`memdb migrate` with it configured): the
     application login the door runs as may not create one."""
     from memdb import MemoryAdmin, MemoryStore
-    from memdb.keys import create_key, revoke_key
+    from memdb.families.keys import create_key, revoke_key
 
     with MemoryStore(dsn, tenant="setup", embedder=embedder, gate=None) as setup:
         setup.add("registers the embedding space")

@@ -1,9 +1,9 @@
-"""Handlers on memdb.jobs.handlers for `memdb worker --import tests.jobs_handlers`
+"""Handlers on memdb.families.jobs.handlers for `memdb worker --import tests.jobs_handlers`
 (tests/test_jobs_doors.py): ``test.cli`` returns the length of its payload's text."""
 
 from __future__ import annotations
 
-from memdb.jobs import PermanentFailure, handlers
+from memdb.families.jobs import PermanentFailure, handlers
 
 
 def _length(ctx):

@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 
-from memdb.jobs import Registry, Worker
+from memdb.families.jobs import Registry, Worker
 
 DSN = sys.argv[1]
 registry = Registry()

@@ -8,7 +8,7 @@ API (for tests)
 - pytest fixture ``local_llm`` (session-scoped, in tests/conftest.py) -> :class:`LocalLLM`, a
   running server on 127.0.0.1:
 
-  - ``.base_url``  ``"http://127.0.0.1:<port>/v1"`` (give it to ``memdb.llm.ChatLLM`` or the
+  - ``.base_url``  ``"http://127.0.0.1:<port>/v1"`` (give it to ``memdb.core.llm.ChatLLM`` or the
     openai client; ``MEMDB_LLM_BASE_URL``)
   - ``.model``     the model name to send (``MODEL_NAME``; llama-server serves one model)
   - ``.api_key``   the key the server checks (``API_KEY``; a wrong key gets HTTP 401)

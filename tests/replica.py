@@ -24,8 +24,8 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memdb.embedded import ADMIN_LOGIN, APP_LOGIN, EmbeddedServer
-from memdb.migrations import upgrade
+from memdb.core.embedded import ADMIN_LOGIN, APP_LOGIN, EmbeddedServer
+from memdb.core.migrations import upgrade
 
 __all__ = ["ReplicaPair", "replica_pair"]
 

@@ -5,7 +5,7 @@ created_by explicitly), through add, update, delete, supersession, ingest and ra
 from __future__ import annotations
 
 from memdb import MemoryStore
-from memdb.ingest import TextSource
+from memdb.write.ingest import TextSource
 
 
 def test_actor_is_history_actor_and_default_created_by(fresh_db, embedder, raw):

@@ -1,5 +1,7 @@
-"""memdb/aio.pyi, the static face of the async store for type checkers, is generated from the
-synchronous classes (memdb._aio_stub) and must match what memdb.aio builds at run time."""
+"""memdb/families/aio.pyi, the static face of the async store for type checkers, is generated from
+the
+synchronous classes (memdb.families._aio_stub) and must match what memdb.families.aio builds at run
+time."""
 
 from __future__ import annotations
 
@@ -7,15 +9,16 @@ import ast
 import inspect
 from pathlib import Path
 
-from memdb import aio
-from memdb._aio_stub import _async_name, _classes, render
+from memdb.families import aio
+from memdb.families._aio_stub import _async_name, _classes, render
 
 STUB = Path(aio.__file__).with_suffix(".pyi")
 
 
 def test_the_stub_is_current():
     assert STUB.read_text() == render(), \
-        "memdb/aio.pyi is stale: python -m memdb._aio_stub > memdb/aio.pyi"
+        ("memdb/families/aio.pyi is stale: "
+         "python -m memdb.families._aio_stub > memdb/families/aio.pyi")
 
 
 def _stub_classes() -> dict[str, dict[str, ast.AST]]:

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 import memdb
-from memdb._layers import LAYERS, layer_of
+from memdb.core._layers import LAYERS, layer_of
 
 ROOT = Path(memdb.__file__).resolve().parent
 

@@ -2,7 +2,8 @@
 Chinese + English corpus on the real embedded PostgreSQL with the bundled embedder.
 
 Wherever an LLM is involved it is faked only by tests/canned_openai.py: a local HTTP server
-serving canned chat completions to the real ``openai`` client inside :class:`memdb.llm.ChatLLM`.
+serving canned chat completions to the real ``openai`` client inside
+:class:`memdb.core.llm.ChatLLM`.
 Nothing else is faked; the database is never mocked. Canned replies test the plumbing (parsing,
 fallbacks, fusion), never whether expansion or reranking improve retrieval.
 """
@@ -19,11 +20,11 @@ import psycopg
 import pytest
 
 from memdb import InvalidInput, MemoryStore
-from memdb.ask import SYSTEM_PROMPT, LLMReranker, Reranker, parse_citations
-from memdb.ask._prompt import says_unknown, strip_citations
+from memdb.core.llm import ChatLLM
 from memdb.evaluation.expansion import format_expansion, run_expansion
-from memdb.ingest import TextSource
-from memdb.llm import ChatLLM
+from memdb.retrieval.ask import SYSTEM_PROMPT, LLMReranker, Reranker, parse_citations
+from memdb.retrieval.ask._prompt import says_unknown, strip_citations
+from memdb.write.ingest import TextSource
 from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
 from tests.cli_helpers import run
 

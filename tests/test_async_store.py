@@ -25,10 +25,10 @@ import pytest
 
 import memdb
 from memdb import AsyncMemoryStore, MemoryStore, OpenAIEmbedder
-from memdb.aio import async_class
-from memdb.family import Family
-from memdb.llm import ChatLLM
-from memdb.tool import MemoryTool
+from memdb.core.family import Family
+from memdb.core.llm import ChatLLM
+from memdb.families.aio import async_class
+from memdb.families.tool import MemoryTool
 from tests.canned_openai import CannedOpenAI, Delay, Reply
 
 PACKAGE = Path(memdb.__file__).parent
@@ -89,7 +89,7 @@ def test_the_store_has_families_and_only_named_methods_skip_the_loop():
 def test_operations_are_written_once():
     """No sync/async twins in memdb/: coroutines are defined only by the bridge and the
     derivation (the async classes have no hand-written operation bodies)."""
-    allowed = {"_bridge.py", "_async_pg.py", "aio.py",
+    allowed = {"bridge.py", "_async_pg.py", "aio.py",
                # BaseStore's abstract abatch must be a coroutine: it delegates the one
                # batch body to _bridge.run (AsyncMemdbStore) or a thread (MemdbStore)
                "langgraph.py",

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from memdb import MemoryStore, NotMigrated
 from memdb.cli import cli
-from memdb.migrations import current, head
+from memdb.core.migrations import current, head
 
 NOTICE = "memdb: created the schema in {home} (first use)"
 

@@ -206,7 +206,7 @@ def test_unusable_embeddings(s, sraw):
         {"kind": "long-term"},
         {"kind": "SEMANTIC"},
         {"category": "hobbies"},
-        {"category": ""},  # None means "classify from the content" (memdb.classify)
+        {"category": ""},  # None means "classify from the content" (memdb.write.classify)
         {"scope": "team"},
         {"source_type": "rumour"},
         {"source_type": ""},

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memdb import InvalidInput
-from memdb.ingest import ChunkOptions, chunk_text, default_counter, estimate_tokens
+from memdb.write.ingest import ChunkOptions, chunk_text, default_counter, estimate_tokens
 
 COUNT = default_counter()
 

@@ -17,8 +17,8 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from memdb import MemoryAdmin, MemoryStore
-from memdb.connection import set_local
-from memdb.migrations import current, downgrade, head, upgrade
+from memdb.core.connection import set_local
+from memdb.core.migrations import current, downgrade, head, upgrade
 
 # the tables that hold rows of one tenant each (every other table is a shared registry)
 TENANT_TABLES = {
@@ -193,7 +193,7 @@ def _explain(conn: psycopg.Connection, query: str, params=None) -> str:
 
 @pytest.mark.citus
 def test_tenant_scoped_calls_are_single_shard_router_plans(cluster_db, embedder):
-    from memdb import _sql
+    from memdb.core import sql
 
     with _store(cluster_db, embedder, "acme") as store:
         added = store.add("Alice prefers green tea 爱喝绿茶", subject="alice")
@@ -203,9 +203,9 @@ def test_tenant_scoped_calls_are_single_shard_router_plans(cluster_db, embedder)
             params = {"tenant": "acme", "query": "green tea", "embedding": vector, "k": 5,
                       "filter": Jsonb({}), "options": Jsonb({})}
             plans = {
-                "search (store.search)": _explain(conn, _sql.query("search_hybrid"), params),
+                "search (store.search)": _explain(conn, sql.query("search_hybrid"), params),
                 "recall (search_planned)": _explain(
-                    conn, _sql.query("search_planned"),
+                    conn, sql.query("search_planned"),
                     {**params, "plan": Jsonb({"routes": ["vector", "bm25"]}),
                      "embeddings": [vector]}),
             }
@@ -214,7 +214,7 @@ def test_tenant_scoped_calls_are_single_shard_router_plans(cluster_db, embedder)
             conn.execute("SET LOCAL citus.multi_task_query_log_level = 'error'")
             for call in ("SELECT * FROM memdb.search_vector(%(tenant)s, %(embedding)s, 5)",
                          "SELECT * FROM memdb.search_bm25(%(tenant)s, %(query)s, 5)",
-                         _sql.query("forget_subject")):
+                         sql.query("forget_subject")):
                 conn.execute(call, {**params, "subject": "bob", "dry_run": True}).fetchall()
             conn.execute("SELECT memdb.mark_used(%s, %s)", ("acme", [added.id]))
         for name, plan in plans.items():
@@ -231,7 +231,7 @@ def test_every_statement_of_a_tenant_scoped_call_is_one_shard(citus_cluster, clu
         conn.execute("ALTER DATABASE memdb SET citus.multi_task_query_log_level = 'error'")
     try:
         with _store(cluster_db, embedder, "acme") as store:
-            from memdb.ingest import TextSource
+            from memdb.write.ingest import TextSource
 
             store.add("Alice prefers green tea 爱喝绿茶", subject="alice")
             store.add_many([{"content": "Alice moved to Lisbon", "subject": "alice"},

@@ -2,7 +2,7 @@
 source: tests/citus_build.py, tests/citus_cluster.py), with memdb distributed by tenant.
 
 * A worker stopped (``pg_ctl stop -m immediate``) in the middle of a tenant's ``add_many``:
-  the call raises a typed :class:`memdb.errors.DatabaseUnavailable` (not a psycopg error),
+  the call raises a typed :class:`memdb.core.errors.DatabaseUnavailable` (not a psycopg error),
   nothing of the batch is there once the worker is back, and the batch can be written again.
   While that worker is down, a tenant whose shards are on the other worker reads and writes
   as usual; the stopped worker's tenants get ``DatabaseUnavailable`` for every call.
@@ -27,7 +27,7 @@ import psycopg
 import pytest
 
 from memdb import MemoryInput, MemoryStore
-from memdb.errors import DatabaseUnavailable, MemdbError
+from memdb.core.errors import DatabaseUnavailable, MemdbError
 
 pytestmark = pytest.mark.citus
 

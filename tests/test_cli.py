@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memdb.cli import cli
+from memdb.core.migrations import head
 from memdb.demo import MEMORIES, SEARCHES
-from memdb.migrations import head
 from tests.cli_helpers import add, ok_json, run
 
 INJECTION = "'); DROP TABLE memdb.memories; --"
@@ -336,7 +336,7 @@ def test_tenant_option_is_passed(fresh_db: str) -> None:
 
 # -- errors --------------------------------------------------------------------------------
 def test_bad_kind_is_a_typed_error_and_writes_nothing(fresh_db: str) -> None:
-    # the declared operation's messages (memdb.ops: add), as at every door
+    # the declared operation's messages (memdb.core.ops: add), as at every door
     failed(run(fresh_db, "add", "Alice 喜欢猫", "--kind", "banana"),
            "kind must be one of semantic, episodic, procedural, working")
     failed(run(fresh_db, "add", "x", "--category", "misc"), "category must be one of")

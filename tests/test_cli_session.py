@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memdb.tokens import message_tokens
+from memdb.core.tokens import message_tokens
 from tests.cli_helpers import add, ok_json, run
 
 
@@ -35,7 +35,7 @@ def test_session_add_show_and_fold(fresh_db: str) -> None:
     piped = run(fresh_db, "session", "append", "s1", "user", "-", "--json", input="来自标准输入")
     assert piped.exit_code == 0 and json.loads(piped.stdout)["tokens"] > 0
     bad = run(fresh_db, "session", "append", "s1", "robot", "hi")
-    # the declared role's check (memdb.ops.families): InvalidInput, exit 1, as at every door
+    # the declared role's check (memdb.core.ops.families): InvalidInput, exit 1, as at every door
     assert bad.exit_code == 1 and "role must be one of system" in bad.stderr
     missing = run(fresh_db, "session", "show", "nope")
     assert missing.exit_code == 1 and missing.stderr.startswith("error: no session")

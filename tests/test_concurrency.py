@@ -18,9 +18,9 @@ import numpy as np
 import psycopg
 import pytest
 
-import memdb.store
+import memdb.families.store
 from memdb import AddResult, DatabaseError, DatabaseUnavailable, MemoryStore
-from memdb.errors import translate
+from memdb.core.errors import translate
 
 DIMS = 384
 THREADS = 8
@@ -119,7 +119,7 @@ def test_concurrent_overlapping_add_many(store, raw, monkeypatch):
     """Batches that overlap in different orders (the classic deadlock shape) all succeed and
     leave each content once. One statement per batch locks its keys in key order, so this
     needs no retry: retries are turned off."""
-    monkeypatch.setattr(memdb.store, "_WRITE_ATTEMPTS", 1)
+    monkeypatch.setattr(memdb.families.store, "_WRITE_ATTEMPTS", 1)
     contents = [f"fact {n}: 项目{n}的截止日期" for n in range(40)]
     vectors = {c: unit_vector(200 + n) for n, c in enumerate(contents)}
     rng = random.Random(11)

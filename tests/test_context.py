@@ -1,4 +1,5 @@
-"""The context builder (memdb.context): priority order, citations, whole items, and a budget
+"""The context builder (memdb.families.context): priority order, citations, whole items, and a
+budget
 that is never exceeded — in Chinese and English, with a property test over random budgets.
 
 Real database (the embedded PostgreSQL), real embedder and token counter; no LLM is needed.
@@ -13,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memdb import MemoryStore
-from memdb.context import INSTRUCTIONS, TEXTS, Item, assemble, language_of
-from memdb.errors import InvalidInput
-from memdb.session import SessionWindow
-from memdb.tokens import MESSAGE_OVERHEAD, count_tokens, message_tokens
+from memdb.core.errors import InvalidInput
+from memdb.core.tokens import MESSAGE_OVERHEAD, count_tokens, message_tokens
+from memdb.families.context import INSTRUCTIONS, TEXTS, Item, assemble, language_of
+from memdb.families.session import SessionWindow
 
 RULES = ["Always answer in the user's language.", "回答要简洁，不超过三句话。"]
 FACTS = [

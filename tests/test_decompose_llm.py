@@ -1,11 +1,11 @@
-"""Query decomposition by the LLM planner (memdb.planner.Planner.decompose, LLM path
+"""Query decomposition by the LLM planner (memdb.retrieval.planner.Planner.decompose, LLM path
 ``decompose``) and option ``decompose`` in recall, against a real database.
 
 The LLM is tests/canned_openai.py: a canned OpenAI-compatible HTTP server on 127.0.0.1 that the
-real ``openai`` client (inside memdb.llm.ChatLLM) talks to; nothing in memdb is patched. Its
+real ``openai`` client (inside memdb.core.llm.ChatLLM) talks to; nothing in memdb is patched. Its
 replies are untrusted input: a malformed reply, a refused one (too many sub-queries, a NUL
 byte, off topic, too long...), an HTTP error and a timeout each fall back to the heuristic
-split (memdb.decompose.split_query), and the decomposition says why.
+split (memdb.retrieval.decompose.split_query), and the decomposition says why.
 
 The data are tests/test_search_decompose.py's: one person's name is rare and has several
 painting memories, the other's common, so the whole question's BM25 top k is about the first
@@ -20,11 +20,11 @@ from collections.abc import Iterator
 import pytest
 
 from memdb import InvalidInput, MemoryStore
-from memdb._llm_planner import LLMPlanner
-from memdb.decompose import MAX_SUBQUERIES, split_query, validate_subqueries
-from memdb.llm import LLMError
-from memdb.planner import Planner, heuristic_plan
-from memdb.search import SearchOptions
+from memdb.core.llm import LLMError
+from memdb.retrieval._llm_planner import LLMPlanner
+from memdb.retrieval.decompose import MAX_SUBQUERIES, split_query, validate_subqueries
+from memdb.retrieval.planner import Planner, heuristic_plan
+from memdb.retrieval.search import SearchOptions
 from tests.canned_openai import CHAT, CannedOpenAI, Delay, Reply, Status
 from tests.cli_helpers import ok_json, run
 from tests.test_search_decompose import CHINESE, ENGLISH, load

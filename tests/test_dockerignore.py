@@ -71,7 +71,7 @@ def test_the_matcher_reads_docker_patterns():
     assert excluded("__pycache__/x.pyc", patterns)
     assert excluded("docs/http.md", patterns) and not excluded("docs/keep.md", patterns)
     assert excluded("a.pyc", patterns) and not excluded("memdb/a.pyc", patterns)
-    assert not excluded("memdb/documents.py", patterns)  # "docs" is not a prefix match
+    assert not excluded("memdb/families/documents.py", patterns)  # "docs" is not a prefix match
     assert not excluded("说明/文档.md", patterns)
 
 

@@ -49,8 +49,8 @@ from click.testing import CliRunner
 from conftest import template_copy
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memdb import _sql
-from memdb.embedded import APP_LOGIN
+from memdb.core import sql
+from memdb.core.embedded import APP_LOGIN
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -138,8 +138,8 @@ def pages(server_dsn: str, template_dsn: str, embedder) -> Any:
             if page not in made:
                 admin = stack.enter_context(template_copy(server_dsn, "memdb_docs"))
                 with psycopg.connect(admin, autocommit=True) as conn:
-                    conn.execute(_sql.query("ensure_app_login"))
-                    conn.execute(_sql.query("ensure_space"),
+                    conn.execute(sql.query("ensure_app_login"))
+                    conn.execute(sql.query("ensure_space"),
                                  {"model": embedder.model, "dims": embedder.dims})
                 params = conninfo_to_dict(admin)
                 params["user"] = APP_LOGIN

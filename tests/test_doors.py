@@ -1,5 +1,5 @@
 """What both doors share (memdb._doors): the key checker, on the one synchronous
-memdb.keys.lookup run under the async driver, and Database.statement, the autocommit
+memdb.families.keys.lookup run under the async driver, and Database.statement, the autocommit
 connection the check runs on (no BEGIN/COMMIT round trips). The store cache is tested through
 the MCP door (tests/test_mcp.py) and the HTTP door (tests/test_http.py)."""
 
@@ -12,11 +12,11 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
-from memdb import _bridge
 from memdb._doors import KeyChecker
-from memdb.connection import Database
-from memdb.errors import DatabaseUnavailable
-from memdb.keys import create_key, revoke_key
+from memdb.core import bridge
+from memdb.core.connection import Database
+from memdb.core.errors import DatabaseUnavailable
+from memdb.families.keys import create_key, revoke_key
 from tests.app_login import app_login
 
 
@@ -48,9 +48,9 @@ def test_statement_runs_in_autocommit_and_hands_back_a_transactional_connection(
     async def scenario() -> list[object]:
         db = Database(fresh_db, max_size=1, driver="async")
         try:
-            return await _bridge.run(_statement_then_transaction, db)
+            return await bridge.run(_statement_then_transaction, db)
         finally:
-            await _bridge.run(db.close)
+            await bridge.run(db.close)
 
     assert asyncio.run(scenario()) == expected
 

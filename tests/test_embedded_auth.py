@@ -24,9 +24,9 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from memdb import MemoryStore
-from memdb import _embedded_auth as auth
-from memdb.embedded import ADMIN_LOGIN, APP_LOGIN, EmbeddedServer, psql_path, server_status
-from memdb.errors import DatabaseUnavailable
+from memdb.core import _embedded_auth as auth
+from memdb.core.embedded import ADMIN_LOGIN, APP_LOGIN, EmbeddedServer, psql_path, server_status
+from memdb.core.errors import DatabaseUnavailable
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                                 reason="switching to the OS user nobody needs root")

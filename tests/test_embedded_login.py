@@ -19,8 +19,8 @@ from psycopg.types.json import Jsonb
 
 from memdb import MemoryStore
 from memdb.cli import cli
-from memdb.embedded import EmbeddedServer
-from memdb.migrations import current, head
+from memdb.core.embedded import EmbeddedServer
+from memdb.core.migrations import current, head
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from memdb.evaluation.crossval import (
     won_lost,
 )
 from memdb.evaluation.locomo import describe
-from memdb.search import DEFAULT_OPTIONS
+from memdb.retrieval.search import DEFAULT_OPTIONS
 from tests.test_eval_locomo import _tiny
 
 

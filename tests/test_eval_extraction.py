@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from memdb.cli import cli
+from memdb.core.llm import ChatLLM
 from memdb.evaluation import format_extraction, run_extraction
 from memdb.evaluation.extraction import load_turns, matches
-from memdb.llm import ChatLLM
 from tests.canned_openai import CannedOpenAI, Reply
 
 TURNS = [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_eval_locomo import _tiny
 
-from memdb.embeddings import LocalEmbedder
+from memdb.core.embeddings import LocalEmbedder
 from memdb.evaluation import run_locomo
 from memdb.evaluation._vector_cache import PassageVectorCache, embed_passages_cached
 

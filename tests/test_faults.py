@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from memdb import DatabaseUnavailable, MemoryStore
-from memdb.connection import APPLICATION_NAME
+from memdb.core.connection import APPLICATION_NAME
 
 DIMS = 8
 
@@ -153,7 +153,7 @@ def test_idle_pooled_connections_killed_are_not_errors(seeded, fresh_db):
 def test_first_use_from_many_threads_opens_one_pool(fresh_db):
     """The pool is opened lazily; threads racing to be first used to each open one (or use
     one not yet open and fail with "the pool is not open yet")."""
-    from memdb.connection import Database
+    from memdb.core.connection import Database
 
     db = Database(fresh_db)
     try:
@@ -243,8 +243,8 @@ def crashed(tmp_path_factory):
     import sys
     import tempfile
 
-    from memdb.embedded import EmbeddedServer
-    from memdb.migrations import upgrade
+    from memdb.core.embedded import EmbeddedServer
+    from memdb.core.migrations import upgrade
 
     started = time.monotonic()
     home = tempfile.mkdtemp(prefix="memdb-crash-")

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from memdb import DEFAULT_POLICY, InvalidInput, MemoryInput, TTLDefaults, WritePolicy
-from memdb.gate import DAY, HOUR, Correction, detect_correction, item_role
+from memdb.write.gate import DAY, HOUR, Correction, detect_correction, item_role
 
 SRC = {"source_id": "turn-1"}
 

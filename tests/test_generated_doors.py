@@ -1,4 +1,5 @@
-"""The CLI commands and the HTTP routes of the declared operations (memdb.ops) are generated from
+"""The CLI commands and the HTTP routes of the declared operations (memdb.core.ops) are generated
+from
 the declarations: each offers exactly the declared parameters (but the few it takes in a broader
 form of its own, listed here), with the declared flags, help, defaults and ranges, and a changed
 declaration changes both doors."""
@@ -15,13 +16,13 @@ from click.testing import CliRunner
 from memdb.cli import cli
 from memdb.cli._generate import declared as cli_declared
 from memdb.cli._generate import option_help
-from memdb.errors import InvalidInput
+from memdb.core.errors import InvalidInput
+from memdb.core.ops import DECLARED, Operation
+from memdb.core.ops import catalog as ops
+from memdb.core.ops import families as fam
 from memdb.http import ServerSettings
 from memdb.http._app import create_app
 from memdb.http._generate import arguments, request_model
-from memdb.ops import DECLARED, Operation
-from memdb.ops import catalog as ops
-from memdb.ops import families as fam
 
 # Declared parameters a door takes in a form of its own (the reason is beside each in the code):
 # the CLI and HTTP take every provenance as --source-type/source_type, the memory of update and
@@ -94,14 +95,14 @@ def test_an_exclusive_minimum_is_refused_at_every_door_and_shown_in_the_schema()
 
 
 def test_the_families_constants_are_the_families():
-    from memdb._validate import MAX_HOURS
-    from memdb.meta import ASPECTS
+    from memdb.core.validate import MAX_HOURS
+    from memdb.families.meta import ASPECTS
 
     assert set(fam.ASPECTS) == set(ASPECTS) and fam.MAX_HOURS == MAX_HOURS
 
 
 def test_the_session_roles_are_the_family_s():
-    from memdb.session import ROLES
+    from memdb.families.session import ROLES
 
     assert fam.ROLES == ROLES
 

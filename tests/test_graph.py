@@ -1,4 +1,5 @@
-"""The entity graph (memdb.graph, revision 0009) against the real embedded server: extraction
+"""The entity graph (memdb.families.graph, revision 0009) against the real embedded server:
+extraction
 (heuristic, and the LLM path through tests/canned_openai.py behind the real openai client),
 linking, the graph route and its fusion with hybrid search, isolation, erasure and the CLI."""
 
@@ -7,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from memdb import MemoryStore
-from memdb._graph_extract import heuristic_graph, parse_graph_reply
-from memdb.errors import InvalidInput, NotFound
-from memdb.llm import ChatLLM
+from memdb.core.errors import InvalidInput, NotFound
+from memdb.core.llm import ChatLLM
+from memdb.families._graph_extract import heuristic_graph, parse_graph_reply
 from tests.canned_openai import CannedOpenAI, Reply, Status
 from tests.cli_helpers import ok_json, run
 

@@ -10,9 +10,9 @@ import logging
 import pytest
 
 from memdb import MemoryAdmin
+from memdb.families.keys import create_key, revoke_key
 from memdb.http import ServerSettings
 from memdb.http._limits import RateLimiter
-from memdb.keys import create_key, revoke_key
 from tests.app_login import app_login
 from tests.http_server import door_process, door_settings, make_keys, running_door
 
@@ -261,7 +261,7 @@ def test_sessions_and_documents(door, keys):
                                                        "expected_version": 0})
         assert stale.status_code == 409, stale.text
         assert c.get("/v1/sessions/trip/state").json()["goal"] == "杭州"
-        # declared once with the CLI's `session state` (memdb.ops.families.SESSION_STATE)
+        # declared once with the CLI's `session state` (memdb.core.ops.families.SESSION_STATE)
         unversioned = c.put("/v1/sessions/trip/state", json={"state": {"goal": "x"}})
         assert unversioned.status_code == 400 and "expected_version" in unversioned.text
         negative = c.put("/v1/sessions/trip/state", json={"state": {"goal": "西湖"},
@@ -503,7 +503,7 @@ def test_cors_only_for_the_configured_origin(module_db, embedder, keys):
 def test_without_fastapi_the_error_names_the_extra(monkeypatch):
     import sys
 
-    from memdb.errors import MissingDependency
+    from memdb.core.errors import MissingDependency
     from memdb.http import create_app
 
     monkeypatch.setitem(sys.modules, "fastapi", None)

@@ -108,7 +108,7 @@ def test_graph_link_neighbors_and_search_in_chinese_and_english(door, keys):
         # errors: an unknown entity, hops out of range, an unknown route, k over the cap
         missing = c.get("/v1/graph/neighbors", params={"entity": "Nobody Atall"})
         assert missing.status_code == 404 and missing.json()["error"]["type"] == "NotFound"
-        # out of the declared range (memdb.ops.families): 400 InvalidInput, as at every door
+        # out of the declared range (memdb.core.ops.families): 400 InvalidInput, as at every door
         far = c.get("/v1/graph/neighbors", params={"entity": "李四", "hops": 9})
         assert far.status_code == 400 and "hops must be within 1–4" in far.json()["error"][
             "message"]
@@ -117,7 +117,7 @@ def test_graph_link_neighbors_and_search_in_chinese_and_english(door, keys):
         assert c.post("/v1/graph/search", json={"query": "x", "k": 51}).status_code == 400
         assert c.post("/v1/graph/link", json={"memory_ids": ["not-a-uuid"]}
                       ).status_code == 400
-        # the CLI's options are the route's too (memdb.ops.families: GRAPH_LINK, GRAPH_SEARCH)
+        # the CLI's options are the route's too (memdb.core.ops.families: GRAPH_LINK, GRAPH_SEARCH)
         relinked = c.post("/v1/graph/link", json={"heuristic": True, "subject": "nobody"})
         assert relinked.status_code == 200 and relinked.json()["linked"] == 0, relinked.text
         assert c.post("/v1/graph/link", json={"timeout": 0}).status_code == 400
@@ -280,7 +280,7 @@ def test_meta_add_and_read_in_chinese_and_english(door, keys):
                                          "aspect": "limits", "agent": "helper",
                                          "importance": 0.9})
         assert limit.status_code == 201, limit.text
-        # the aspect is checked by the declaration (memdb.ops.families.META_ADD), as in the CLI
+        # the aspect is checked by the declaration (memdb.core.ops.families.META_ADD), as in the CLI
         mood = c.post("/v1/meta", json={"content": "心情不错。", "aspect": "mood"})
         assert mood.status_code == 400 and "aspect must be one of persona" in mood.text
         doc = c.get("/v1/meta", params={"agent": "helper"}).json()

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from memdb import MemoryStore
-from memdb.errors import InvalidInput
+from memdb.core.errors import InvalidInput
 from memdb.http import ServerSettings
 from tests.app_login import app_login
 from tests.cli_helpers import run

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from memdb import MemoryAdmin, MemoryStore
+from memdb.families.keys import create_key
 from memdb.http import ServerSettings
-from memdb.keys import create_key
 from tests.app_login import app_login
 from tests.http_server import running_door
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memdb import MemoryInput
-from memdb._importance import score_importance
-from memdb.errors import InvalidInput
+from memdb.core.errors import InvalidInput
+from memdb.write.importance import score_importance
 from tests.cli_helpers import ok_json
 
 

@@ -18,8 +18,8 @@ import psycopg
 import pytest
 
 from memdb import Forbidden, InvalidInput, MemoryStore
-from memdb.ingest import TextSource
-from memdb.migrations import has_citus
+from memdb.core.migrations import has_citus
+from memdb.write.ingest import TextSource
 
 EN_DOC = """# Deployment guide
 
@@ -526,7 +526,7 @@ def test_another_subjects_document_in_a_batch_is_forbidden_alone(fresh_db, docs)
 
 
 def test_documents_are_written_one_sql_call_per_batch(hstore, monkeypatch):
-    from memdb.ingest import _pipeline
+    from memdb.write.ingest import _pipeline
 
     calls: list[int] = []
     original = _pipeline._Run._call
@@ -782,7 +782,7 @@ def test_ingest_reports_fifo_socket_and_symlink_to_fifo_and_never_blocks(hstore,
 def test_reading_refuses_a_file_swapped_for_a_fifo_after_discovery(tmp_path):
     """The reader itself checks the opened descriptor: a regular file replaced by a FIFO
     between discovery and reading is reported, not waited on."""
-    from memdb.ingest._readers import FileProblem, read_regular
+    from memdb.write.ingest._readers import FileProblem, read_regular
 
     fifo = tmp_path / "late.md"
     os.mkfifo(fifo)

@@ -127,7 +127,7 @@ def _zip(members: dict[str, bytes]) -> bytes:
 
 def test_zip_bombs_and_broken_archives_are_refused_before_reading(hstore, tmp_path, raw,
                                                                   monkeypatch):
-    from memdb.ingest import _sniff
+    from memdb.write.ingest import _sniff
 
     folder = tmp_path / "hostile"
     folder.mkdir()
@@ -161,7 +161,7 @@ def test_zip_bombs_and_broken_archives_are_refused_before_reading(hstore, tmp_pa
 def test_huge_sheets_and_csv_are_bounded(hstore, tmp_path, raw, monkeypatch):
     import openpyxl
 
-    from memdb.ingest import _office, _tabular
+    from memdb.write.ingest import _office, _tabular
 
     wb = openpyxl.Workbook(write_only=True)
     ws = wb.create_sheet("big")
@@ -238,7 +238,7 @@ def test_cli_ingests_office_files_and_cites_the_slide(fresh_db, tmp_path, monkey
 
 
 def test_text_sources_in_csv_json_and_xml_are_converted(hstore, raw):
-    from memdb.ingest import TextSource
+    from memdb.write.ingest import TextSource
 
     csv_text = "city,note\nBerlin,the office moves in May\n上海,办公室五月搬迁\n"
     sources = [TextSource("kb:offices", csv_text, format="csv", metadata={"lang": "mixed"}),
@@ -266,8 +266,8 @@ def test_text_sources_in_csv_json_and_xml_are_converted(hstore, raw):
 def test_body_text_never_becomes_a_heading(tmp_path):
     import docx
 
-    from memdb.ingest import chunk_text
-    from memdb.ingest._formats import extract
+    from memdb.write.ingest import chunk_text
+    from memdb.write.ingest._formats import extract
 
     d = docx.Document()
     d.add_heading("Plan 计划", level=1)

@@ -10,8 +10,8 @@ import uuid
 import pytest
 
 from memdb import MemoryStore
-from memdb.jobs import Worker
-from memdb.jobs.builtin import QUEUE_INGEST_CHARS
+from memdb.families.jobs import Worker
+from memdb.families.jobs.builtin import QUEUE_INGEST_CHARS
 from tests.app_login import app_login
 from tests.http_server import door_settings, make_keys, running_door
 

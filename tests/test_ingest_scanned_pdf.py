@@ -1,4 +1,5 @@
-"""Scanned PDFs: a page without a text layer is read by OCR (memdb.perceive's engine, RapidOCR)
+"""Scanned PDFs: a page without a text layer is read by OCR (memdb.write.perceive's engine,
+RapidOCR)
 when documents are ingested, so its text is found by search and cited by its page. The PDF is
 made by the test: a page with a text layer (tests/test_ingest.py's minimal PDF writer) and two
 image-only pages drawn with Pillow (English, Chinese), joined by pypdf."""

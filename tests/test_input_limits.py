@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import memdb.inputs
+import memdb.write.inputs
 from memdb import InvalidInput, MemoryInput
 
 TEN_MB = 10_000_000
@@ -23,8 +23,8 @@ def _state(raw) -> tuple:
 def spies(store, monkeypatch) -> dict[str, list[int]]:
     """The sizes of the texts classified, and how many texts each embedding call got."""
     calls: dict[str, list[int]] = {"classify": [], "embed": []}
-    classify = memdb.inputs.category_fields
-    monkeypatch.setattr(memdb.inputs, "category_fields",
+    classify = memdb.write.inputs.category_fields
+    monkeypatch.setattr(memdb.write.inputs, "category_fields",
                         lambda *a: calls["classify"].append(len(a[0])) or classify(*a))
     embed = store.embedder.embed_passages
     monkeypatch.setattr(store.embedder, "embed_passages",

@@ -333,7 +333,7 @@ def test_policies_keep_the_scope_index(stores, raw):
 
 
 def test_dal_transactions_run_as_the_app_role(stores, fresh_db):
-    from memdb.connection import Database
+    from memdb.core.connection import Database
 
     db = Database(fresh_db)
     try:

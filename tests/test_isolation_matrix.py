@@ -36,8 +36,9 @@ import pytest
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from memdb import MemoryStore, _sql
-from memdb.ingest import TextSource
+from memdb import MemoryStore
+from memdb.core import sql as sql_files
+from memdb.write.ingest import TextSource
 from tests.app_login import app_login
 from tests.image_factory import text_image
 
@@ -131,14 +132,14 @@ def _seed(dsn: str, embedder) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         for tenant in TENANTS:
             for subject in SUBJECTS:
-                conn.execute(_sql.query("review_propose"), {
+                conn.execute(sql_files.query("review_propose"), {
                     "tenant": tenant, "subject": subject, "kind": "procedural",
                     "category": "system", "content": f"{subject} always reviews deploys",
                     "reason": "rule", "source_ids": []})
-                conn.execute(_sql.query("sediment_run_insert"), {
+                conn.execute(sql_files.query("sediment_run_insert"), {
                     "tenant": tenant, "subject": subject, "source_hash": subject.encode(),
                     "written": Jsonb({})})
-    from memdb.keys import create_key
+    from memdb.families.keys import create_key
 
     for tenant in TENANTS:                                                  # api_keys
         create_key(dsn, tenant=tenant, subject=SUBJECTS[0], name=f"{tenant} key")

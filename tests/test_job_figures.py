@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.jobs import PermanentFailure, Registry, Worker
+from memdb.families.jobs import PermanentFailure, Registry, Worker
 from tests.app_login import app_login
 from tests.http_server import door_settings, make_keys, running_door
 

@@ -1,5 +1,6 @@
 """Schedules of recurring jobs (memdb.job_schedules, memdb.enqueue_due_schedules) and the
-built-in job kinds (memdb.jobs.builtin) on a real PostgreSQL: a schedule enqueues at most one
+built-in job kinds (memdb.families.jobs.builtin) on a real PostgreSQL: a schedule enqueues at most
+one
 job per period however many workers call at once, a worker runs the due schedules, and the
 built-in kinds run the store's maintenance as jobs (English and Chinese texts)."""
 
@@ -12,8 +13,8 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.errors import InvalidInput, NotFound
-from memdb.jobs import Worker
+from memdb.core.errors import InvalidInput, NotFound
+from memdb.families.jobs import Worker
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.errors import Conflict, Forbidden, InvalidInput, NotFound
-from memdb.jobs import PermanentFailure, QueueFull, Registry, Worker
+from memdb.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from memdb.families.jobs import PermanentFailure, QueueFull, Registry, Worker
 
 EFFECTS = """
 CREATE TABLE IF NOT EXISTS public.job_effects (tenant text, job_id uuid, note text);

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.jobs import Registry, Worker
+from memdb.families.jobs import Registry, Worker
 
 pytestmark = pytest.mark.citus
 TENANTS = ("acme", "globex", "initech", "umbrella")

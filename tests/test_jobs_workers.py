@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memdb import MemoryStore
-from memdb.jobs import Registry, Worker
+from memdb.families.jobs import Registry, Worker
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 100

@@ -1,4 +1,5 @@
-"""API keys of the HTTP door (memdb.keys, revision 0012, memdb.api_key_lookup): stored hashed,
+"""API keys of the HTTP door (memdb.families.keys, revision 0012, memdb.api_key_lookup): stored
+hashed,
 shown once, bound to a tenant (and subject) or admin, revoked at once, and unreadable by the
 application login, which can only ask whether a key it holds is live."""
 
@@ -11,9 +12,9 @@ import pytest
 
 from memdb import MemoryAdmin
 from memdb.cli import cli
-from memdb.connection import Database
-from memdb.errors import Forbidden, InvalidInput, NotFound
-from memdb.keys import create_key, hash_key, list_keys, lookup, parse_key, revoke_key
+from memdb.core.connection import Database
+from memdb.core.errors import Forbidden, InvalidInput, NotFound
+from memdb.families.keys import create_key, hash_key, list_keys, lookup, parse_key, revoke_key
 from tests.app_login import app_login
 
 

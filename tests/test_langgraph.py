@@ -28,7 +28,7 @@ from langgraph.store.base import (  # noqa: E402
 )
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.errors import InvalidInput  # noqa: E402
+from memdb.core.errors import InvalidInput  # noqa: E402
 from memdb.integrations.langgraph import AsyncMemdbStore, MemdbStore  # noqa: E402
 from tests.drivers import run  # noqa: E402
 
@@ -350,7 +350,7 @@ def test_langgraph_is_optional() -> None:
     import sys
 
     code = ("import sys; sys.modules['langgraph'] = None; import memdb\n"
-            "from memdb.errors import MissingDependency\n"
+            "from memdb.core.errors import MissingDependency\n"
             "try:\n    import memdb.integrations.langgraph\n"
             "except MissingDependency as exc:\n    print('missing:', exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -360,7 +360,7 @@ def test_langgraph_is_optional() -> None:
 
 def test_get_uses_the_norm_key_index(fresh_db: str, embedder: Any, raw: Any) -> None:
     """An item is found through memories_norm_key_idx, not by scanning the subject's rows."""
-    from memdb import _sql
+    from memdb.core import sql
     from memdb.integrations import _langgraph_map as lgm
 
     with MemdbStore(fresh_db, embedder=embedder) as lg:
@@ -370,7 +370,7 @@ def test_get_uses_the_norm_key_index(fresh_db: str, embedder: Any, raw: Any) -> 
         uri = lgm.item_uri(lg._root, ("p", "3"), "k3")
         with lg.memory_store.core.transaction() as conn:
             plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
-                "EXPLAIN " + _sql.query("langgraph_get"),
+                "EXPLAIN " + sql.query("langgraph_get"),
                 {"tenant": lg.tenant, "subject": lg.subject, "category": lg.category,
                  "uris": [uri], "keys": [lgm.norm_key(uri)]}).fetchall())
         assert "memories_norm_key_idx" in plan, plan

@@ -142,7 +142,7 @@ def test_vector_ranking_reports_cosine_similarity(fresh_db: str, embedder: Any) 
     fused score, which is not a similarity."""
     import numpy as np
 
-    from memdb.embeddings import embed_checked
+    from memdb.core.embeddings import embed_checked
 
     def cosine(query: str, passage: str) -> float:
         q = np.asarray(embed_checked(embedder, [query], query=True)[0], dtype=float)

@@ -16,7 +16,7 @@ pytest.importorskip("langgraph.store.base")
 
 from langchain_core.embeddings import Embeddings  # noqa: E402
 
-from memdb.errors import DimensionMismatch, InvalidInput  # noqa: E402
+from memdb.core.errors import DimensionMismatch, InvalidInput  # noqa: E402
 from memdb.integrations.langgraph import AsyncMemdbStore, MemdbStore  # noqa: E402
 
 DIMS = 24

@@ -1,4 +1,4 @@
-"""The lifecycle API of MemoryStore (memdb.lifecycle) against the real embedded server:
+"""The lifecycle API of MemoryStore (memdb.families.lifecycle) against the real embedded server:
 maintenance and each forgetting strategy (dry run = real run, same ids), system memories never
 forgotten, hypothesis decay, consolidation, session summaries (a canned OpenAI-compatible
 server for the LLM path; offline fallback), sedimentation (idempotent, dry run), the review
@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from memdb import InvalidInput, MemoryStore, NotFound
-from memdb.llm import ChatLLM, llm_from_env
+from memdb.core.llm import ChatLLM, llm_from_env
 from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
 
 SESSION_EN = [

@@ -17,13 +17,13 @@ import re
 import pytest
 
 from memdb import MemoryStore
-from memdb._grounding import grounded, schema_token
-from memdb._llm_planner import LLMPlanner
-from memdb.ingest import TextSource
-from memdb.llm import ChatLLM, PathLimits
-from memdb.planner import INTENTS, Planner
-from memdb.summarize import summarize
-from memdb.task_end import ACTIONABLE
+from memdb.core.llm import ChatLLM, PathLimits
+from memdb.families.summarize import summarize
+from memdb.families.task_end import ACTIONABLE
+from memdb.retrieval._llm_planner import LLMPlanner
+from memdb.retrieval.planner import INTENTS, Planner
+from memdb.write.grounding import grounded, schema_token
+from memdb.write.ingest import TextSource
 
 pytestmark = pytest.mark.local_llm
 pytest.importorskip("tests.local_llm", reason="tests/local_llm.py (the server fixture) is absent")

@@ -3,7 +3,7 @@ says so in the result, and changes nothing wrong (issue 21).
 
 The only fake is the LLM: every test here serves its junk from tests/canned_openai.py, a canned
 OpenAI-compatible HTTP server behind the real ``openai`` client inside
-:class:`memdb.llm.ChatLLM`; the database is the real embedded PostgreSQL. The junk is what a
+:class:`memdb.core.llm.ChatLLM`; the database is the real embedded PostgreSQL. The junk is what a
 small local model really produced: field names as values (``user_statement``), facts absent
 from the turn, memory numbers never shown, looping or cut-off replies, copies of the question,
 slow replies. (``ask``'s answer, MQE, HyDE and rerank junk: tests/test_ask.py.)
@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from memdb.errors import InvalidInput
-from memdb.llm import DEFAULT_LIMITS, ChatLLM, PathLimits, limits_from_env, looping
-from memdb.planner import Planner
-from memdb.summarize import summarize
+from memdb.core.errors import InvalidInput
+from memdb.core.llm import DEFAULT_LIMITS, ChatLLM, PathLimits, limits_from_env, looping
+from memdb.families.summarize import summarize
+from memdb.retrieval.planner import Planner
 from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
 
 LOOP = " ".join(["I prefer tea."] * 12)
@@ -187,7 +187,7 @@ def test_server_rejecting_json_schema_is_asked_again_with_json_object(gated_stor
 def test_planner_junk_falls_back_to_the_heuristic_plan(step):
     """Canned model (canned_openai.py): a plan whose query text is a schema word, a plan cut
     off at max_tokens, and one whose query runs on: the heuristic plan is used and marked."""
-    from memdb._llm_planner import LLMPlanner
+    from memdb.retrieval._llm_planner import LLMPlanner
 
     with CannedOpenAI([step]) as api:
         planner = Planner(LLMPlanner("canned", base_url=api.base_url, timeout=5), mode="llm")
@@ -221,7 +221,7 @@ def test_ungrounded_summary_falls_back_to_extractive(notes, junk):
 def test_session_fold_reports_an_ungrounded_summary(store):
     """Canned model (canned_openai.py): the running summary of a session is folded
     extractively when the model's summary is invented, and the append result says so."""
-    from memdb.session import SessionWindow
+    from memdb.families.session import SessionWindow
 
     window = SessionWindow(max_tokens=None, max_messages=1)
     with CannedOpenAI([Reply('{"summary": "用户打算去火星旅游。"}')]) as api:
@@ -320,7 +320,7 @@ def test_each_path_has_its_own_timeout(store, monkeypatch, path):
     """Canned model (canned_openai.py) answers every request after 2 s; the path's own
     MEMDB_LLM_TIMEOUT_<PATH>=0.3 (the client's ceiling is 30 s) makes it fall back in time
     and say so."""
-    from memdb._llm_planner import LLMPlanner
+    from memdb.retrieval._llm_planner import LLMPlanner
 
     monkeypatch.setenv(f"MEMDB_LLM_TIMEOUT_{path.upper()}", "0.3")
     late = Delay(2.0, '{"summary": "late", "rule": "late", "entities": []}')

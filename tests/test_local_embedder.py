@@ -13,8 +13,9 @@ import threading
 import numpy as np
 import pytest
 
-from memdb import InvalidInput, LocalEmbedder, MemoryStore, OpenAIEmbedder, _query_cache
-from memdb._query_cache import QueryCache
+from memdb import InvalidInput, LocalEmbedder, MemoryStore, OpenAIEmbedder
+from memdb.core import query_cache
+from memdb.core.query_cache import QueryCache
 from tests.canned_openai import CannedOpenAI
 
 SENTENCE = "我们今天讨论了数据库的备份策略，以及如何在生产环境中安全地部署新版本。"
@@ -156,12 +157,12 @@ def test_query_cache_off(monkeypatch):
     embedder.embed_queries(["谁喜欢乌龙茶"])
     embedder.embed_queries(["谁喜欢乌龙茶"])
     assert len(embedder.calls) == 2 and len(embedder.query_cache) == 0
-    monkeypatch.setattr(_query_cache, "_shared", None)
+    monkeypatch.setattr(query_cache, "_shared", None)
     monkeypatch.setenv("MEMDB_QUERY_CACHE", "0")
     shared = Counting(workers=1)
-    assert shared.query_cache is _query_cache.shared_query_cache()
+    assert shared.query_cache is query_cache.shared_query_cache()
     assert shared.query_cache.size == 0
-    monkeypatch.setattr(_query_cache, "_shared", None)
+    monkeypatch.setattr(query_cache, "_shared", None)
     monkeypatch.setenv("MEMDB_QUERY_CACHE", "lots")
     with pytest.raises(InvalidInput, match="MEMDB_QUERY_CACHE"):
         LocalEmbedder()

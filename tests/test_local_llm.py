@@ -12,7 +12,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from memdb.llm import ChatLLM, LLMError
+from memdb.core.llm import ChatLLM, LLMError
 
 pytestmark = pytest.mark.local_llm
 

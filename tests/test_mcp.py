@@ -27,9 +27,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memdb import MemoryStore
+from memdb.families.tool import OPERATIONS as tool_operations
+from memdb.families.tool import PROPERTIES
 from memdb.mcp import TOOLS, Scope, input_schema, streamable_http_app
-from memdb.tool import OPERATIONS as tool_operations
-from memdb.tool import PROPERTIES
 from tests.image_factory import text_image
 
 SCRIPT = str(Path(sys.executable).with_name("memdb"))
@@ -78,7 +78,7 @@ def run(scenario: Any, *args: Any) -> Any:
 
 # -- the shared schema source -------------------------------------------------------------
 def test_tools_are_generated_from_the_declared_operations() -> None:
-    """Each tool's description and schema are its operation's (memdb.ops.catalog); the memory
+    """Each tool's description and schema are its operation's (memdb.core.ops.catalog); the memory
     tool's actions are the same operations, so both doors take the same parameters with the
     same ranges and help."""
     by_action = {t.action: t for t in TOOLS if t.action}

@@ -9,7 +9,7 @@ import pytest
 from cli_helpers import ok_json, run
 
 from memdb import Forbidden, InvalidInput, MemoryStore
-from memdb.tokens import message_tokens
+from memdb.core.tokens import message_tokens
 
 META = [  # (content, aspect)
     ("我是小安，一个说话简洁的中文助手", "persona"),
@@ -137,6 +137,6 @@ def test_cli_meta(fresh_db):
     assert "no meta memory" in run(fresh_db, "meta", "show", "--agent", "bob").stdout
     ctx = ok_json(fresh_db, "context", "deploy", "--agent", "ann")
     assert ctx["meta_ids"] and out["id"] in ctx["meta_ids"]
-    # the aspect is checked by the declaration (memdb.ops.families.META_ADD), as over HTTP
+    # the aspect is checked by the declaration (memdb.core.ops.families.META_ADD), as over HTTP
     refused = run(fresh_db, "meta", "add", "心情不错", "--aspect", "mood")
     assert refused.exit_code == 1 and "aspect must be one of" in refused.output

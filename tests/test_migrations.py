@@ -1,10 +1,10 @@
 """Migrations against a real embedded PostgreSQL: alembic applies exactly what ``sql/`` says.
 
 What is proven here:
-- upgrade / downgrade / upgrade round trips, through memdb.migrations and the alembic CLI;
+- upgrade / downgrade / upgrade round trips, through memdb.core.migrations and the alembic CLI;
 - ``alembic upgrade head`` gives byte-for-byte the schema that applying ``sql/`` directly gives
   (pg_dump and catalog comparison), and the comparison notices a stale function;
-- alembic's autogenerate finds nothing to do (memdb._tables matches the SQL);
+- alembic's autogenerate finds nothing to do (memdb.core._tables matches the SQL);
 - the frozen schema file is checksummed; upgrading twice is harmless and re-applies functions;
 - server checks and DSN → SQLAlchemy URL conversion.
 """
@@ -25,10 +25,10 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 import memdb
-from memdb import _sql
-from memdb.connection import check_server
-from memdb.errors import MemdbError
-from memdb.migrations import (
+from memdb.core import sql as sql_files
+from memdb.core.connection import check_server
+from memdb.core.errors import MemdbError
+from memdb.core.migrations import (
     CITUS_SCHEMA_FILE,
     VERSION_TABLE,
     alembic_config,
@@ -75,7 +75,7 @@ def _declared(folder: str, pattern: str) -> set[str]:
     """Names the files in sql/{folder}/ create, by a regex with one group."""
     regex = re.compile(pattern, re.IGNORECASE)
     names: set[str] = set()
-    for path in sorted((_sql.sql_dir() / folder).glob("*.sql")):
+    for path in sorted((sql_files.sql_dir() / folder).glob("*.sql")):
         names.update(regex.findall(path.read_text(encoding="utf-8")))
     return names
 
@@ -219,7 +219,7 @@ def _autogenerate_diff(dsn: str) -> list:
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import create_engine, pool
 
-    from memdb._tables import metadata
+    from memdb.core._tables import metadata
 
     engine = create_engine(sqlalchemy_url(dsn), poolclass=pool.NullPool)
     try:
@@ -492,7 +492,7 @@ def test_alembic_schema_equals_sql_folder(two_dbs):
     # 1. sql/ applied by hand: schema files in order, then functions and triggers, one transaction
     with psycopg.connect(from_sql) as conn:
         with conn.transaction():
-            for path in _sql.schema_files():
+            for path in sql_files.schema_files():
                 if path.name == CITUS_SCHEMA_FILE:
                     continue  # revision 0014 applies it on Citus only
                 conn.execute(path.read_text(encoding="utf-8"))
@@ -537,7 +537,7 @@ def test_autogenerate_finds_no_drift(fresh_db):
 def test_autogenerate_is_not_vacuous(fresh_db):
     """A column or any declared index (expression indexes included) missing from the database
     shows up in the diff, so an empty diff above means the metadata was really compared."""
-    from memdb._tables import metadata
+    from memdb.core._tables import metadata
 
     declared = {ix.name for table in metadata.tables.values() for ix in table.indexes}
     assert "memories_dedup_key" in declared
@@ -572,7 +572,7 @@ def test_revisions_pin_every_schema_file():
         name = getattr(rev.module, "SCHEMA_FILE", None)
         if name:
             pinned[name] = rev.module.SCHEMA_SHA256
-    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in _sql.schema_files()}
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sql_files.schema_files()}
     assert files == pinned, "every sql/schema file belongs to exactly one revision, unchanged"
 
 
@@ -605,7 +605,7 @@ def test_upgrade_twice_reapplies_functions(fresh_db):
 def test_check_server_accepts_the_test_server(fresh_db):
     with psycopg.connect(fresh_db, autocommit=True) as conn:
         check_server(conn)  # raises UnsupportedServer on PostgreSQL < 15 or without pgvector
-        assert conn.info.server_version >= memdb.connection.MIN_SERVER_VERSION
+        assert conn.info.server_version >= memdb.core.connection.MIN_SERVER_VERSION
         version = conn.execute(
             "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
     assert tuple(int(x) for x in version.split(".")[:2]) >= (0, 5)

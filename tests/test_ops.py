@@ -1,4 +1,4 @@
-"""The operations declared once (memdb.ops): the declarations are sound, every door reads them,
+"""The operations declared once (memdb.core.ops): the declarations are sound, every door reads them,
 their one validation refuses what no door may take, and docs/operations.md is current."""
 
 from __future__ import annotations
@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from memdb import tool
-from memdb.errors import InvalidInput
+from memdb.core.errors import InvalidInput
+from memdb.core.ops import DECLARED, REQUIRED, Param, operation
+from memdb.core.ops._docs import render
+from memdb.core.ops.catalog import MAX_K, SEARCH
+from memdb.families import tool
 from memdb.mcp import TOOLS, input_schema
-from memdb.ops import DECLARED, REQUIRED, Param, operation
-from memdb.ops._docs import render
-from memdb.ops.catalog import MAX_K, SEARCH
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
 
 
 def test_docs_page_is_generated_from_the_declarations():
     assert DOCS.read_text() == render(), \
-        "docs/operations.md is stale: python -m memdb.ops.docs > docs/operations.md"
+        "docs/operations.md is stale: python -m memdb.core.ops.docs > docs/operations.md"
 
 
 def test_every_door_name_belongs_to_one_operation():
@@ -31,7 +31,7 @@ def test_every_door_name_belongs_to_one_operation():
         if op.door("tool"):
             assert tool.OPERATIONS[op.door("tool")] is op
     assert set(tool.ACTIONS) == {op.door("tool") for op in DECLARED if op.door("tool")}
-    assert "remember" in tool.ACTIONS  # declared in memdb.ops.remember, not the catalog
+    assert "remember" in tool.ACTIONS  # declared in memdb.core.ops.remember, not the catalog
     # the MCP search tool and the memory tool's search action: one declaration, one range
     search = mcp["search"]
     assert search.operation is SEARCH is tool.OPERATIONS["search"]
@@ -104,8 +104,8 @@ def test_a_declaration_is_checked_when_made():
 
 
 # -- search options: declared once, checked in Python and (for psql) in SQL --------------------
-from memdb.ops.search_options import SEARCH_OPTIONS  # noqa: E402
-from memdb.search import DEFAULT_OPTIONS, SearchOptions  # noqa: E402
+from memdb.core.ops.search_options import SEARCH_OPTIONS  # noqa: E402
+from memdb.retrieval.search import DEFAULT_OPTIONS, SearchOptions  # noqa: E402
 
 _SQL_NAME = {"speaker_weight": "speaker_boost"}
 

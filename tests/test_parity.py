@@ -26,9 +26,9 @@ import anyio
 import pytest
 
 from memdb import AsyncMemoryStore, MemoryAdmin, MemoryStore
-from memdb.errors import MemdbError
-from memdb.keys import create_key
-from memdb.ops.catalog import MAX_K
+from memdb.core.errors import MemdbError
+from memdb.core.ops.catalog import MAX_K
+from memdb.families.keys import create_key
 from tests.app_login import app_login
 from tests.cli_helpers import run as cli_run
 from tests.http_server import running_door

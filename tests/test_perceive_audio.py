@@ -15,9 +15,9 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.errors import MalformedFile, TooLarge, UnsupportedFormat
-from memdb.jobs import Worker
-from memdb.perceive import Transcriber, TranscriptionFailed
+from memdb.core.errors import MalformedFile, TooLarge, UnsupportedFormat
+from memdb.families.jobs import Worker
+from memdb.write.perceive import Transcriber, TranscriptionFailed
 from tests.canned_openai import TRANSCRIPTIONS, CannedOpenAI, Status, Transcription
 
 EN = Transcription([(0.0, 2.4, "The quarterly budget review moved to Friday."),

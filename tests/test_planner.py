@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from memdb.classify import TAG_VERSION, classify
-from memdb.planner import (
+from memdb.core.redact import redact
+from memdb.retrieval.planner import (
     INTENTS,
     MAX_QUERIES,
     PlanError,
@@ -24,7 +24,7 @@ from memdb.planner import (
     is_ambiguous,
     validate_plan,
 )
-from memdb.redact import redact
+from memdb.write.classify import TAG_VERSION, classify
 from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
 
 
@@ -209,7 +209,7 @@ def llm() -> Iterator[_CannedLLM]:
 
 
 def _planner(llm: _CannedLLM, timeout: float = 2.0, mode: str = "auto") -> Planner:
-    from memdb._llm_planner import LLMPlanner
+    from memdb.retrieval._llm_planner import LLMPlanner
 
     return Planner(LLMPlanner("test-model", base_url=llm.url, api_key="k", timeout=timeout),
                    mode=mode)
@@ -269,7 +269,7 @@ def test_injection_like_user_text_stays_data(llm):
 
 
 def test_unreachable_endpoint_falls_back():
-    from memdb._llm_planner import LLMPlanner
+    from memdb.retrieval._llm_planner import LLMPlanner
 
     planner = Planner(LLMPlanner("m", base_url="http://127.0.0.1:9/v1", timeout=0.5), mode="llm")
     plan = planner.plan("王五喜欢什么")

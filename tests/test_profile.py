@@ -8,10 +8,10 @@ import json
 import pytest
 
 from memdb import MemoryStore
-from memdb.context import assemble
-from memdb.errors import InvalidInput
-from memdb.profile import profile_items
-from memdb.tokens import message_tokens
+from memdb.core.errors import InvalidInput
+from memdb.core.tokens import message_tokens
+from memdb.families.context import assemble
+from memdb.retrieval.profile import profile_items
 from tests.cli_helpers import ok_json, run
 
 SECTIONS = ("preferences", "habits", "expertise", "communication_style", "lessons", "facts")
@@ -203,7 +203,7 @@ def test_cli_profile(fresh_db):
 
 
 def test_cli_profile_without_a_subject_reads_default_as_over_http(fresh_db):
-    """The subject is optional at every door (memdb.ops.families.PROFILE): without it, the
+    """The subject is optional at every door (memdb.core.ops.families.PROFILE): without it, the
     store's subject, else 'default'."""
     ok_json(fresh_db, "add", "I prefer green tea.", "--category", "preferences", "--no-gate")
     ok_json(fresh_db, "add", "我喜欢喝乌龙茶", "--category", "preferences", "--no-gate",
@@ -283,6 +283,6 @@ def test_assemble_profile_is_exact_with_a_custom_counter():
 
 
 def Item_(content, mid):  # noqa: N802
-    from memdb.context import Item
+    from memdb.families.context import Item
 
     return Item(content, mid)

@@ -1,7 +1,7 @@
 """Property-based tests (hypothesis) over the public API of MemoryStore.
 
 Whatever a caller passes, every call either succeeds, with the text stored and returned
-byte-for-byte, or raises a typed ``memdb.errors.MemdbError``; a failed call leaves the database
+byte-for-byte, or raises a typed ``memdb.core.errors.MemdbError``; a failed call leaves the database
 unchanged, and no driver exception leaks. Inputs: arbitrary Unicode (emoji, RTL, combining
 marks, CJK, NUL, lone surrogates), SQL and tsquery metacharacters in every string field, texts
 near and above the 65,536-character limit, deeply nested or huge metadata, NaN/inf/
@@ -33,15 +33,15 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from memdb import DimensionMismatch, InvalidInput, MemdbError, MemoryStore
-from memdb._importance import score_importance
-from memdb._validate import (
+from memdb.core.models import Category, Kind, Scope, SourceType
+from memdb.core.validate import (
     MAX_CONTENT_CHARS,
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     MAX_NAME_CHARS,
 )
-from memdb.models import Category, Kind, Scope, SourceType
-from memdb.search import ROUTES
+from memdb.retrieval.search import ROUTES
+from memdb.write.importance import score_importance
 
 DIMS = 8
 MAX_K = 1000

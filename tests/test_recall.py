@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore, QueryPlan, RecallStatus, TypedQuery
-from memdb.classify import TAG_VERSION
-from memdb.errors import InvalidInput, NotFound
+from memdb.core.errors import InvalidInput, NotFound
+from memdb.write.classify import TAG_VERSION
 from tests.cli_helpers import ok_json
 
 MEMORIES = [
@@ -122,7 +122,7 @@ def test_planner_timeout_marks_degraded(store, seeded):
         def plan_json(self, query):
             raise TimeoutError("planner took too long")
 
-    from memdb.planner import Planner
+    from memdb.retrieval.planner import Planner
 
     store.planner = Planner(Slow(), mode="llm")
     res = store.recall("王五喜欢喝什么茶", k=3, subject="wangwu")

@@ -14,8 +14,8 @@ import unicodedata
 import pytest
 
 from memdb import QueryPlan, TypedQuery
-from memdb.redact import redact, redact_record, secrets_in
-from memdb.search import SearchOptions
+from memdb.core.redact import redact, redact_record, secrets_in
+from memdb.retrieval.search import SearchOptions
 
 
 def _fold(text: str) -> str:

@@ -2,7 +2,7 @@
 through the write gate into the real embedded PostgreSQL.
 
 The only fake is the LLM: tests/canned_openai.py, a canned OpenAI-compatible server behind
-the real ``openai`` client (inside memdb.llm.ChatLLM). The database is never mocked.
+the real ``openai`` client (inside memdb.core.llm.ChatLLM). The database is never mocked.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from memdb._extract import heuristic_candidates, parse_reply, score_importance
-from memdb.errors import InvalidInput
-from memdb.llm import ChatLLM
+from memdb.core.errors import InvalidInput
+from memdb.core.llm import ChatLLM
+from memdb.write.extract import heuristic_candidates, parse_reply, score_importance
 from tests.canned_openai import CannedOpenAI, Delay, Reply, Status
 from tests.cli_helpers import run
 

@@ -1,4 +1,5 @@
-"""remember without waiting (memdb.jobs.remember): ``store.remember(turn, wait=False)`` keeps
+"""remember without waiting (memdb.families.jobs.remember): ``store.remember(turn, wait=False)``
+keeps
 the turn as said at once and a ``remember`` job does the extraction. Real database, real
 embedder; the LLM is tests/canned_openai.py (a server failing or too slow) here, the real local
 model in tests/test_remember_async_llm.py."""
@@ -10,10 +11,10 @@ import time
 import pytest
 
 from memdb import MemoryStore
-from memdb.errors import InvalidInput
-from memdb.jobs import RememberJob, Worker
-from memdb.llm import ChatLLM
-from memdb.remember import RAW_TURN_CREATOR
+from memdb.core.errors import InvalidInput
+from memdb.core.llm import ChatLLM
+from memdb.families.jobs import RememberJob, Worker
+from memdb.write.remember import RAW_TURN_CREATOR
 from tests.canned_openai import CannedOpenAI, Delay, Status
 
 CASES = [("I'm allergic to peanuts.", "peanuts", "allergic"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memdb import MemoryStore
-from memdb.jobs import Worker
+from memdb.families.jobs import Worker
 from tests.app_login import app_login
 from tests.cli_helpers import ok_json, run
 from tests.http_server import door_settings, make_keys, running_door

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from memdb import MemoryStore
-from memdb._grounding import grounded
-from memdb.jobs import Worker
-from memdb.llm import ChatLLM, PathLimits
+from memdb.core.llm import ChatLLM, PathLimits
+from memdb.families.jobs import Worker
+from memdb.write.grounding import grounded
 
 pytest.importorskip("tests.local_llm", reason="tests/local_llm.py (the server fixture) is absent")
 pytestmark = pytest.mark.local_llm

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-import memdb.replica
+import memdb.core.replica
 from memdb import (
     AsyncMemoryStore,
     InvalidInput,
@@ -25,7 +25,7 @@ from memdb import (
     ReplicaLagging,
     ReplicaUnavailable,
 )
-from memdb.replica import ReplicaFallback
+from memdb.core.replica import ReplicaFallback
 from tests.cli_helpers import run as cli_run
 from tests.drivers import run
 from tests.replica import ReplicaPair, replica_pair
@@ -240,7 +240,7 @@ def test_core_operations_on_the_standby(pair, embedder, tenant):
 
 @both_drivers
 def test_a_dead_standby_never_breaks_writes(pair, embedder, tenant, monkeypatch):
-    monkeypatch.setattr(memdb.replica, "RETRY_AFTER", 0.5)
+    monkeypatch.setattr(memdb.core.replica, "RETRY_AFTER", 0.5)
     pair.stop_standby()
     with _store(pair, embedder, tenant) as store, \
             _store(pair, embedder, tenant, read_fallback=False) as strict:
@@ -264,7 +264,7 @@ def test_a_dead_standby_never_breaks_writes(pair, embedder, tenant, monkeypatch)
 
 
 def test_a_standby_lost_mid_life_is_typed_and_recovered(pair, embedder, tenant, monkeypatch):
-    monkeypatch.setattr(memdb.replica, "RETRY_AFTER", 0.5)
+    monkeypatch.setattr(memdb.core.replica, "RETRY_AFTER", 0.5)
     with _store(pair, embedder, tenant, read_fallback=False) as store:
         store.add("Lena runs on Sundays", subject="lena")
         assert store.count() == 1  # the standby pool is open

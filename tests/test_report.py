@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from memdb import MemoryStore
 from memdb.cli import cli
-from memdb.errors import InvalidInput, MissingDependency
+from memdb.core.errors import InvalidInput, MissingDependency
 from memdb.report import write_report
 
 pytest.importorskip("matplotlib")

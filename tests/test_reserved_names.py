@@ -1,4 +1,4 @@
-"""Names memdb reserves for itself (memdb._validate.RESERVED_NAMES), and tenant-wide traces.
+"""Names memdb reserves for itself (memdb.core.validate.RESERVED_NAMES), and tenant-wide traces.
 
 A search over several or all subjects stores its trace with subject '*'. Were '*' a subject
 name like any other, a key or store confined to subject '*' would list every tenant-wide query
@@ -20,10 +20,10 @@ import psycopg
 import pytest
 
 from memdb import MemoryAdmin, MemoryStore
-from memdb.aio import AsyncMemoryStore
 from memdb.cli import cli
-from memdb.errors import InvalidInput, NotFound
-from memdb.keys import create_key
+from memdb.core.errors import InvalidInput, NotFound
+from memdb.families.aio import AsyncMemoryStore
+from memdb.families.keys import create_key
 from memdb.mcp._server import Scope
 from tests.app_login import app_login
 

@@ -16,9 +16,10 @@ import pytest
 from psycopg import pq
 from psycopg.types.json import Jsonb
 
-from memdb import InvalidInput, MemoryStore, NotFound, NotMigrated, _bridge
-from memdb.connection import Database
-from memdb.embedded import EmbeddedServer
+from memdb import InvalidInput, MemoryStore, NotFound, NotMigrated
+from memdb.core import bridge
+from memdb.core.connection import Database
+from memdb.core.embedded import EmbeddedServer
 from tests import drivers
 
 
@@ -144,7 +145,7 @@ def test_add_and_add_many_are_one_round_trip(store, round_trips):
 
 def _on(driver: str, fn):
     """``fn()`` on the sync driver, or in the async driver's greenlet bridge."""
-    return fn() if driver == "sync" else drivers.run(_bridge.run(fn))
+    return fn() if driver == "sync" else drivers.run(bridge.run(fn))
 
 
 SETTINGS = ("SELECT current_setting('memdb.tenant', true) AS tenant, "

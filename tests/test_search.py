@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memdb import InvalidInput, MemoryStore
-from memdb.search import DEFAULT_OPTIONS, SearchOptions
+from memdb.retrieval.search import DEFAULT_OPTIONS, SearchOptions
 
 DOC = "李四是前端工程师，擅长React和Vue.js开发"
 DIMS = 384

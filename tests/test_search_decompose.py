@@ -1,4 +1,5 @@
-"""Query decomposition (search option ``decompose``, memdb.decompose) against a real database:
+"""Query decomposition (search option ``decompose``, memdb.retrieval.decompose) against a real
+database:
 the splitter on English and Chinese questions (and ones that must not split), a question
 joining two facts that finds both evidence memories in the top k with decompose on but not
 off, the sub-queries in explain and on the CLI, off by default, bad input refused.
@@ -13,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from memdb import InvalidInput, MemoryStore
-from memdb.decompose import split_query
-from memdb.search import SearchOptions
+from memdb.retrieval.decompose import split_query
+from memdb.retrieval.search import SearchOptions
 from tests.cli_helpers import ok_json, run
 
 SPLITS = [

@@ -19,7 +19,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from memdb import InvalidInput, MemoryStore
-from memdb.search import SearchOptions
+from memdb.retrieval.search import SearchOptions
 from tests.cli_helpers import ok_json, run
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

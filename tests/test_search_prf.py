@@ -12,7 +12,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from memdb import InvalidInput, MemoryStore
-from memdb.search import SearchOptions
+from memdb.retrieval.search import SearchOptions
 from tests.cli_helpers import ok_json, run
 
 BM25 = ["bm25"]

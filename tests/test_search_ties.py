@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.search import SearchOptions
+from memdb.retrieval.search import SearchOptions
 from tests.fixed_embedder import FixedEmbedder
 
 ROUNDS = 6

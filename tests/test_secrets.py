@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memdb import DatabaseError, EmbeddingError, MemoryStore, NotFound, OpenAIEmbedder
-from memdb._redact import redact, redact_dsn
 from memdb.cli import cli
+from memdb.core.masking import redact, redact_dsn
 from tests.canned_openai import CannedOpenAI
 
 PASSWORD = "s3cretPW"
@@ -158,8 +158,9 @@ def test_cli_failures_print_no_secrets(fresh_db, logs, monkeypatch, tmp_path):
         assert len(api.requests) >= 2
 
 
-# -- trace redaction (memdb.redact): Chinese, English and mixed text (issue 14) -------------------
-from memdb.redact import redact as redact_trace  # noqa: E402
+# -- trace redaction (memdb.core.redact): Chinese, English and mixed text (issue 14)
+# -------------------
+from memdb.core.redact import redact as redact_trace  # noqa: E402
 
 
 @pytest.mark.parametrize(("text", "secret", "label"), [

@@ -1,8 +1,8 @@
-"""Short-term and working memory per session (memdb.session; tables memdb.sessions and
+"""Short-term and working memory per session (memdb.families.session; tables memdb.sessions and
 memdb.session_messages, revision 0008), against the real embedded PostgreSQL.
 
 The LLM of the running summary is faked only by tests/canned_openai.py behind the real openai
-client (memdb.llm.ChatLLM); everything else is real: the database, the SQL functions, the
+client (memdb.core.llm.ChatLLM); everything else is real: the database, the SQL functions, the
 offline token counter and the extractive summarizer. Chinese and English throughout.
 """
 
@@ -15,10 +15,10 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.errors import Conflict, Forbidden, InvalidInput, NotFound
-from memdb.llm import ChatLLM
-from memdb.session import SessionWindow, WorkingState
-from memdb.tokens import count_tokens, estimate_tokens
+from memdb.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from memdb.core.llm import ChatLLM
+from memdb.core.tokens import count_tokens, estimate_tokens
+from memdb.families.session import SessionWindow, WorkingState
 from tests.canned_openai import CannedOpenAI, Reply, Status
 
 EN_TURNS = [("user", "We decided to use PostgreSQL 18 for the memory layer."),

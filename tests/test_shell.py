@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memdb.embedded import server_status
+from memdb.core.embedded import server_status
 from memdb.shell import _wire
 
 SECRET_EN = "The vault code is 4711, known only to Grace"

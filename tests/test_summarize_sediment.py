@@ -9,9 +9,9 @@ from uuid import uuid4
 import pytest
 
 from memdb import InvalidInput
-from memdb.llm import ChatLLM, llm_from_env
-from memdb.sediment import classify, extract
-from memdb.summarize import extractive_summary, split_sentences, summarize
+from memdb.core.llm import ChatLLM, llm_from_env
+from memdb.families.sediment import classify, extract
+from memdb.families.summarize import extractive_summary, split_sentences, summarize
 
 
 @pytest.mark.parametrize(("text", "expected"), [

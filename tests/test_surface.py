@@ -9,15 +9,15 @@ import typing
 import warnings
 
 from memdb import AsyncMemoryStore, MemoryStore
-from memdb.documents import Documents
-from memdb.family import Family
-from memdb.graph import Graph
-from memdb.maintenance import Maintenance
-from memdb.meta import MetaMemory
-from memdb.review import Review
-from memdb.session import Sessions
-from memdb.subjects import Subjects
-from memdb.traces import Traces
+from memdb.core.family import Family
+from memdb.families.documents import Documents
+from memdb.families.graph import Graph
+from memdb.families.maintenance import Maintenance
+from memdb.families.meta import MetaMemory
+from memdb.families.review import Review
+from memdb.families.session import Sessions
+from memdb.families.subjects import Subjects
+from memdb.families.traces import Traces
 
 # The core: what an agent calls every turn, and the store's own settings. A name added to the
 # store by accident fails test_store_public_names; put it in a family instead (or here, if it
@@ -32,7 +32,7 @@ CORE = {
     "embedder", "llm", "planner", "recall_timeout_ms", "trace_recall", "space_id", "tenant",
     "subject", "actor", "gate", "on_embedding_error", "db",
     "replica", "consistency",  # read replicas (docs/scaling.md): the router, a consistency block
-    "core",  # what families and code built on the store use of it (memdb.family.StoreCore)
+    "core",  # what families and code built on the store use of it (memdb.core.family.StoreCore)
 }
 FAMILIES = {"sessions": Sessions, "documents": Documents, "graph": Graph, "review": Review,
             "traces": Traces, "maintenance": Maintenance, "subjects": Subjects,

@@ -1,7 +1,7 @@
 """``store.task_end`` / ``memdb task-end``: patterns and proposed rules on success, an
 actionable reflection on failure, all through the write gate, on the real embedded PostgreSQL;
 Chinese and English. The LLM is faked only by tests/canned_openai.py behind the real openai
-client (memdb.llm.ChatLLM), never the database."""
+client (memdb.core.llm.ChatLLM), never the database."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memdb.errors import InvalidInput
-from memdb.llm import ChatLLM
-from memdb.task_end import ACTIONABLE
+from memdb.core.errors import InvalidInput
+from memdb.core.llm import ChatLLM
+from memdb.families.task_end import ACTIONABLE
 from tests.canned_openai import CannedOpenAI, Reply, Status
 from tests.cli_helpers import ok_json, run
 

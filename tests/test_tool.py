@@ -1,4 +1,5 @@
-"""The memory tool for function calling (memdb/tool.py) against the real embedded PostgreSQL.
+"""The memory tool for function calling (memdb/families/tool.py) against the real embedded
+PostgreSQL.
 
 The only fake is the LLM: tests/canned_openai.py, a canned OpenAI-compatible server that the
 real ``openai`` client talks to over HTTP, scripted to answer with tool_calls. The database is
@@ -12,8 +13,8 @@ import uuid
 
 import pytest
 
-from memdb.ops.catalog import MAX_CONTENT_CHARS
-from memdb.tool import ACTIONS, TOOL_NAME, action_parameters, tool_schema
+from memdb.core.ops.catalog import MAX_CONTENT_CHARS
+from memdb.families.tool import ACTIONS, TOOL_NAME, action_parameters, tool_schema
 from tests.canned_openai import CannedOpenAI, Reply, ToolCalls
 from tests.cli_helpers import run
 

@@ -290,7 +290,7 @@ def test_graph_page_works_on_the_demo_data(door, module_db, embedder):
     """`memdb demo` links its memories into the entity graph (heuristic, no LLM), so the
     Graph page shows 张伟 and Alice on the demo data, with the memories that name them."""
     from memdb import MemoryAdmin, MemoryStore, demo
-    from memdb.keys import create_key
+    from memdb.families.keys import create_key
 
     with MemoryStore(module_db, tenant="demo", embedder=embedder) as store:
         report = demo.run(store)

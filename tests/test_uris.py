@@ -26,7 +26,7 @@ def _seed(store: MemoryStore) -> dict[str, object]:
 
 
 def test_get_update_delete_history_by_uri(store: MemoryStore) -> None:
-    from memdb.uris import MemoryUri
+    from memdb.core.uris import MemoryUri
 
     ids = _seed(store)
     memory = store.get(ids["tea"])
@@ -90,7 +90,7 @@ def test_another_tenant_or_subject_is_not_found(store: MemoryStore, fresh_db, em
 
 
 def test_subject_with_spaces_and_slashes_is_encoded(store: MemoryStore) -> None:
-    from memdb.uris import MemoryUri
+    from memdb.core.uris import MemoryUri
 
     mid = store.add("用户 A/B 喜欢乌龙茶", subject="user a/b", category="preferences").id
     uri = store.get(mid).uri

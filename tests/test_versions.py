@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from memdb import MemoryInput, MemoryStore, Rejected, WritePolicy
-from memdb.gate import DAY, HOUR
+from memdb.write.gate import DAY, HOUR
 
 SRC = {"source_id": "turn-1"}
 

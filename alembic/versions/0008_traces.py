@@ -7,7 +7,7 @@ Create Date: 2026-11-29
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file
+from memdb.core.migrations import apply_schema_file
 
 revision = "0008"
 down_revision = "0007"

@@ -10,7 +10,7 @@ already references another tenant's row, and changes nothing: see sql/schema/001
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file
+from memdb.core.migrations import apply_schema_file
 
 revision = "0011"
 down_revision = "0010"

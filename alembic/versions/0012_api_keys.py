@@ -7,7 +7,7 @@ Create Date: 2026-12-01
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file
+from memdb.core.migrations import apply_schema_file
 
 revision = "0012"
 down_revision = "0011"

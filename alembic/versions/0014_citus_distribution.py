@@ -6,14 +6,14 @@ Revises: 0013
 Create Date: 2026-12-01
 
 See sql/schema/0014_citus_distribution.sql. The functions taking p_tenant are distributed by
-memdb.migrations.apply_objects after every migration (they are re-created then). Downgrading
+memdb.core.migrations.apply_objects after every migration (they are re-created then). Downgrading
 on Citus makes every table local to the coordinator again (undistribute_table, which copies
 the rows back) and restores the two ON DELETE SET NULL keys Citus could not hold.
 """
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import (
+from memdb.core.migrations import (
     CITUS_SCHEMA_FILE,
     apply_objects,
     apply_schema_file,

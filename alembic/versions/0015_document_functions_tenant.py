@@ -11,7 +11,7 @@ come from sql/functions (re-applied after the migration, and distributed on Citu
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file
+from memdb.core.migrations import apply_schema_file
 
 revision = "0015"
 down_revision = "0014"

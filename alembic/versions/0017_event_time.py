@@ -19,7 +19,7 @@ functions come after the migration anyway).
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_objects, apply_schema_file, one_connection_per_node
+from memdb.core.migrations import apply_objects, apply_schema_file, one_connection_per_node
 
 revision = "0017"
 down_revision = "0016"

@@ -13,7 +13,7 @@ Stored ids are kept (an id is a memory's address): only new memories get time-or
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file, one_connection_per_node
+from memdb.core.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0018"
 down_revision = "0017"

@@ -11,7 +11,7 @@ set memdb.subject = '*' read and deleted every tenant-wide trace of its tenant).
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file, one_connection_per_node
+from memdb.core.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0019"
 down_revision = "0018"

@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 
 from alembic import op
-from memdb import _sql
-from memdb.errors import MemdbError
-from memdb.migrations import (
+from memdb.core import sql
+from memdb.core.errors import MemdbError
+from memdb.core.migrations import (
     apply_schema_file,
     has_citus,
     one_connection_per_node,
@@ -43,7 +43,7 @@ def upgrade() -> None:
     if not has_citus(conn):
         apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
         return
-    data = (_sql.sql_dir() / "schema" / SCHEMA_FILE).read_bytes()
+    data = (sql.sql_dir() / "schema" / SCHEMA_FILE).read_bytes()
     if hashlib.sha256(data).hexdigest() != SCHEMA_SHA256:
         raise MemdbError(f"sql/schema/{SCHEMA_FILE} changed after release")
     for statement in split_statements(data.decode("utf-8")):

@@ -12,7 +12,7 @@ the function would stay behind, pointing at a table that is gone).
 from __future__ import annotations
 
 from alembic import op
-from memdb.migrations import apply_schema_file, one_connection_per_node
+from memdb.core.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0023"
 down_revision = "0022"

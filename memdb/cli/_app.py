@@ -16,9 +16,9 @@ from typing import Any
 import click
 import psycopg
 
-from .._redact import redact
-from ..errors import MemdbError, translate
-from ..store import MemoryStore
+from ..core.errors import MemdbError, translate
+from ..core.masking import redact
+from ..families.store import MemoryStore
 
 __all__ = ["cli", "main", "store", "emit_json", "json_option", "options", "State",
            "keep_stores_open", "close_kept_stores"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..models import HistoryEntry, Memory
+from ..core.models import HistoryEntry, Memory
 
 CONTENT_CHARS = 160  # content is cut to this many characters in list and search tables
 

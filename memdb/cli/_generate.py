@@ -1,8 +1,8 @@
-"""A command's parameters generated from a declared operation (memdb.ops).
+"""A command's parameters generated from a declared operation (memdb.core.ops).
 
 ``@declared(op)`` adds one click argument or option per declared parameter: its flags, type,
-default and help come from the :class:`~memdb.ops.Param`, and its value is checked by
-:meth:`Param.check <memdb.ops.Param.check>` while the command line is parsed (a value out of
+default and help come from the :class:`~memdb.core.ops.Param`, and its value is checked by
+:meth:`Param.check <memdb.core.ops.Param.check>` while the command line is parsed (a value out of
 range is ``InvalidInput``, exit 1, as at every other door; a value of the wrong type is a usage
 error, exit 2). Options a command offers beyond the declaration stay beside it, written by hand.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..ops import Operation, Param
+from ..core.errors import InvalidInput
+from ..core.ops import Operation, Param
 from ._shared import FINITE
 
 __all__ = ["declared", "declared_options", "offered", "option_help"]
@@ -107,7 +107,8 @@ def _type(param: Param) -> Any:
 
 def declared_options(params: tuple[Param, ...]) -> Callable[[Any], Any]:
     """Options from declared parameters whose values another check owns (the search options:
-    :class:`memdb.search.SearchOptions`): the declared flag, type, metavar and help; a boolean
+    :class:`memdb.retrieval.search.SearchOptions`): the declared flag, type, metavar and help; a
+    boolean
     is a flag. Unset, an option is None (the default applies)."""
     def apply(f: Any) -> Any:
         for p in reversed(params):

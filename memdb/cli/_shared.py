@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..models import Category, Kind, Scope, SourceType
+from ..core.errors import InvalidInput
+from ..core.models import Category, Kind, Scope, SourceType
 from ._app import options
 
 
@@ -85,7 +85,7 @@ filter_options = options(*_FILTERS)
 
 
 def filters_but(*names: str) -> Any:
-    """The filter options but ``names`` (a command declaring those itself: memdb.ops)."""
+    """The filter options but ``names`` (a command declaring those itself: memdb.core.ops)."""
     return options(*(spec for spec in _FILTERS if _dest(spec[0]) not in names))
 
 

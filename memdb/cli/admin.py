@@ -10,7 +10,7 @@ import functools
 
 import click
 
-from ..admin import MemoryAdmin
+from ..families.admin import MemoryAdmin
 from ._app import CliError, State, cli, emit_json, json_option
 from .lifecycle import maintenance_options, run_maintenance
 

@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from ..ops.remember import REMEMBER
-from ..tool import tool_schema
+from ..core.ops.remember import REMEMBER
+from ..families.tool import tool_schema
 from ._app import cli, emit_json, json_option, store
 from ._generate import declared
 from ._shared import FINITE

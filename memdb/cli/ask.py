@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
-from ..ask import EXPANSIONS, RERANKERS, AskResult, Passage
-from ..errors import InvalidInput
-from ..llm import ChatLLM, llm_from_env
-from ..ops import catalog as ops
+from ..core.errors import InvalidInput
+from ..core.llm import ChatLLM, llm_from_env
+from ..core.ops import catalog as ops
+from ..retrieval.ask import EXPANSIONS, RERANKERS, AskResult, Passage
 from ._app import State, emit_json, json_option
 from ._generate import declared
 from ._groups import documents

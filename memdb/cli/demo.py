@@ -47,7 +47,7 @@ def demo(state: State, as_json: bool) -> None:
 def _where(state: State) -> str:
     """Where the data lives, without credentials."""
     if state.dsn is None:
-        from ..embedded import default_home
+        from ..core.embedded import default_home
 
         return f"embedded PostgreSQL in {default_home()}"
     from psycopg.conninfo import conninfo_to_dict

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from ._app import State, cli, emit_json
 from ._shared import FINITE
 
@@ -139,8 +139,8 @@ def extraction(state: State, path: str | None, heuristic_only: bool, timeout: fl
     """Check remember's fact extraction on labeled chat turns: facts expected, found, missed
     and spurious per language, for the heuristic and (with MEMDB_LLM_* set) the LLM, with
     the LLM's fallbacks, refused facts and latency."""
+    from ..core.llm import llm_from_env
     from ..evaluation.extraction import format_extraction, run_extraction
-    from ..llm import llm_from_env
 
     if timeout is not None and not timeout > 0:
         raise InvalidInput("--timeout must be a positive number of seconds")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import click
 
+from ..core.ops import families as fam
 from ..demo import summarize_hit
-from ..ops import families as fam
 from ._app import emit_json, json_option, store
 from ._format import print_hits
 from ._generate import declared

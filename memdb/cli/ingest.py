@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..ingest import FileResult, IngestReport, TextSource
-from ..models import Category, Scope
-from ..ops import catalog as ops
-from ..ops import families as fam
+from ..core.errors import InvalidInput
+from ..core.models import Category, Scope
+from ..core.ops import catalog as ops
+from ..core.ops import families as fam
+from ..write.ingest import FileResult, IngestReport, TextSource
 from ._app import emit_json, json_option, options, store
 from ._format import short, table
 from ._generate import declared

@@ -7,8 +7,8 @@ import json
 
 import click
 
-from ..errors import InvalidInput
-from ..jobs import Schedule
+from ..core.errors import InvalidInput
+from ..families.jobs import Schedule
 from ._app import emit_json, json_option, store
 from .jobs import jobs
 

@@ -1,5 +1,5 @@
 """``memdb jobs list|get|wait|cancel|retry|stats`` (store.jobs) and ``memdb worker`` (a
-:class:`memdb.jobs.Worker` in the foreground; docs/jobs.md)."""
+:class:`memdb.families.jobs.Worker` in the foreground; docs/jobs.md)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..jobs import STATES, Job, Worker
-from ..store import MemoryStore
+from ..core.errors import InvalidInput
+from ..families.jobs import STATES, Job, Worker
+from ..families.store import MemoryStore
 from ._app import State, cli, emit_json, json_option, store
 from ._format import short, table
 
@@ -116,7 +116,7 @@ def jobs_stats(as_json: bool) -> None:
               help="Only jobs of this kind (repeatable). Default: every registered kind.")
 @click.option("--import", "modules", multiple=True, metavar="MODULE",
               help="Import this Python module first (repeatable): it registers handlers "
-                   "on memdb.jobs.handlers.")
+                   "on memdb.families.jobs.handlers.")
 @click.option("--lease", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds a claimed job stays reserved if this worker dies.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.1), default=30.0,

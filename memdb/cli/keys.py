@@ -1,12 +1,13 @@
-"""``memdb keys create|list|revoke``: API keys of the HTTP door (:mod:`memdb.keys`), kept by the
+"""``memdb keys create|list|revoke``: API keys of the HTTP door (:mod:`memdb.families.keys`), kept
+by the
 admin login (--dsn, else $MEMDB_ADMIN_DSN, else $MEMDB_DSN, else the embedded superuser)."""
 
 from __future__ import annotations
 
 import click
 
-from ..admin import MemoryAdmin
-from ..keys import create_key, list_keys, revoke_key
+from ..families.admin import MemoryAdmin
+from ..families.keys import create_key, list_keys, revoke_key
 from ._app import State, cli, emit_json, json_option
 from ._format import table
 

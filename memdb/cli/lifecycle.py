@@ -11,9 +11,9 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..ops import catalog as ops
-from ..ops import families as fam
+from ..core.errors import InvalidInput
+from ..core.ops import catalog as ops
+from ..core.ops import families as fam
 from ._app import CliError, cli, emit_json, json_option, store
 from ._format import short, table
 from ._generate import declared

@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput, Rejected
-from ..gate import DEFAULT_POLICY
-from ..models import Category, Kind, Scope, SourceType
-from ..ops import catalog as ops
-from ..ops import families as fam
+from ..core.errors import InvalidInput, Rejected
+from ..core.models import Category, Kind, Scope, SourceType
+from ..core.ops import catalog as ops
+from ..core.ops import families as fam
+from ..write.gate import DEFAULT_POLICY
 from . import files
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_history, print_memory, provenance, short, table
@@ -82,7 +82,7 @@ def add(ctx: click.Context, text: str | None, as_json: bool, reason: str | None,
     the same scope is not stored twice (the existing memory is bumped); a near duplicate is
     merged; a new version of a --norm-key slot, or a correction ("不是A，是B"), supersedes
     the old one. A refused memory prints the gate's reasons and exits with status 1. Without
-    --category the category is classified from the text (memdb.classify).
+    --category the category is classified from the text (memdb.write.classify).
 
     CONTENT: The memory: one self-contained statement.
     """

@@ -1,13 +1,13 @@
 """``memdb meta``: an agent's meta memory (what it knows about itself: persona, abilities,
-limits, lessons), kept under the subject ``agent:<name>`` (:mod:`memdb.meta`)."""
+limits, lessons), kept under the subject ``agent:<name>`` (:mod:`memdb.families.meta`)."""
 
 from __future__ import annotations
 
 import click
 
-from ..errors import Rejected
-from ..meta import ASPECTS, LABELS
-from ..ops import families as fam
+from ..core.errors import Rejected
+from ..core.ops import families as fam
+from ..families.meta import ASPECTS, LABELS
 from ._app import cli, emit_json, json_option, store
 from ._generate import declared
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
+from ..core.errors import InvalidInput
+from ..core.ops import catalog as ops
+from ..core.ops import families as fam
 from ..demo import summarize_hit
-from ..errors import InvalidInput
-from ..ops import catalog as ops
-from ..ops import families as fam
-from ..recall import DEFAULT_BACKSTOP
-from ..search import SearchOptions
+from ..retrieval.recall import DEFAULT_BACKSTOP
+from ..retrieval.search import SearchOptions
 from ._app import cli, emit_json, json_option, store
 from ._format import print_hits, short, table
 from ._generate import declared
@@ -43,7 +43,7 @@ def plan(query: str, heuristic: bool, as_json: bool) -> None:
     Nothing is searched. The LLM is asked only for ambiguous queries, and only when
     MEMDB_LLM_MODEL is set.
     """
-    from ..planner import heuristic_plan
+    from ..retrieval.planner import heuristic_plan
 
     if not query.strip():
         raise InvalidInput("query must not be blank")
@@ -207,7 +207,7 @@ def stats(since_hours: float | None, as_json: bool) -> None:
               help="Memories re-classified per transaction.")
 @json_option
 def reclassify(dry_run: bool, batch_size: int, as_json: bool) -> None:
-    """Re-classify memories with the current rules (memdb.classify.TAG_VERSION): those
+    """Re-classify memories with the current rules (memdb.write.classify.TAG_VERSION): those
     classified by older rules, or never.
 
     Explicitly categorized memories are left alone. --dry-run reports how many would move

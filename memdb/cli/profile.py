@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from ..ops import families as fam
-from ..profile import LABELS, SECTIONS
+from ..core.ops import families as fam
+from ..retrieval.profile import LABELS, SECTIONS
 from ._app import cli, emit_json, json_option, store
 from ._generate import declared
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
+from ..core.ops import catalog as ops
+from ..core.ops.search_options import SEARCH_OPTIONS
 from ..demo import summarize_hit
-from ..ops import catalog as ops
-from ..ops.search_options import SEARCH_OPTIONS
-from ..search import SearchOptions
+from ..retrieval.search import SearchOptions
 from ._app import cli, emit_json, json_option, options, store
 from ._format import print_hits
 from ._generate import declared, declared_options

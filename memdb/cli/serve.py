@@ -96,8 +96,8 @@ def serve(state: State, host: str, port: int, with_mcp: bool, cors_origins: tupl
 
 def _worker(dsn: str | None):  # type: ignore[no-untyped-def]
     """An in-process job worker for every tenant (background threads; docs/jobs.md)."""
-    from ..jobs import Worker
-    from ..store import MemoryStore
+    from ..families.jobs import Worker
+    from ..families.store import MemoryStore
 
     return Worker(dsn, store_factory=lambda tenant: MemoryStore(dsn, tenant=tenant,
                                                                 pool_size=2)).start()

@@ -11,8 +11,8 @@ import subprocess
 import click
 from psycopg.conninfo import make_conninfo
 
-from .. import _validate as v
-from .. import embedded
+from ..core import embedded
+from ..core import validate as v
 from ..shell.control import stop_daemons
 from ._app import CliError, State, cli, emit_json, json_option
 

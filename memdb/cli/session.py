@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..ops import catalog as ops
-from ..ops import families as fam
-from ..session import SessionWindow
+from ..core.errors import InvalidInput
+from ..core.ops import catalog as ops
+from ..core.ops import families as fam
+from ..families.session import SessionWindow
 from ._app import cli, emit_json, json_option, options, store
 from ._format import short
 from ._generate import declared

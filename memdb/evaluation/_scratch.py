@@ -2,7 +2,7 @@
 
 Created as the admin login (``dsn``, else ``$MEMDB_ADMIN_DSN``, ``$MEMDB_DSN``, the embedded
 server's superuser) as ``memdb_eval_<pid>_<random>`` from a connection to its 'postgres'
-database, migrated with :func:`memdb.migrations.upgrade`, and dropped when the block ends: also
+database, migrated with :func:`memdb.core.migrations.upgrade`, and dropped when the block ends: also
 on error, on Ctrl-C (SIGINT) and on SIGTERM (while the block runs in the main thread, SIGTERM
 raises ``SystemExit(143)`` so the drop runs, then the process exits with that status).
 
@@ -29,9 +29,9 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from .. import _sql
-from .._servers import resolve_admin_dsn
-from ..migrations import upgrade
+from ..core import sql as sql_files
+from ..core.migrations import upgrade
+from ..core.servers import resolve_admin_dsn
 
 __all__ = ["scratch_database", "with_dbname", "sweep_stale", "PREFIX"]
 
@@ -88,14 +88,14 @@ def sweep_stale(maintenance: str) -> list[str]:
     """Drop the scratch databases whose owner process is gone; return their names."""
     dropped = []
     with psycopg.connect(maintenance, autocommit=True) as conn:
-        rows = conn.execute(_sql.query("scratch_databases"), {"prefix": PREFIX}).fetchall()
+        rows = conn.execute(sql_files.query("scratch_databases"), {"prefix": PREFIX}).fetchall()
         for name, comment in rows:
             try:
                 owner = json.loads(comment) if comment else None
             except ValueError:
                 owner = None
             if isinstance(owner, dict) and _gone(owner):
-                conn.execute(sql.SQL(_sql.query("scratch_drop")).format(name=sql.Identifier(name)))
+                conn.execute(sql.SQL(sql_files.query("scratch_drop")).format(name=sql.Identifier(name)))
                 dropped.append(name)
     return dropped
 
@@ -130,18 +130,18 @@ def scratch_database(dsn: str | None = None) -> Iterator[str]:
         with _TerminateAsExit():
             sweep_stale(maintenance)
             with psycopg.connect(maintenance, autocommit=True) as conn:
-                conn.execute(sql.SQL(_sql.query("scratch_create")).format(name=name))
+                conn.execute(sql.SQL(sql_files.query("scratch_create")).format(name=name))
             try:
                 with psycopg.connect(maintenance, autocommit=True) as conn:
                     owner = sql.Literal(json.dumps(_owner(os.getpid())))
-                    conn.execute(sql.SQL(_sql.query("scratch_set_owner")).format(
+                    conn.execute(sql.SQL(sql_files.query("scratch_set_owner")).format(
                         name=name, owner=owner))
                 scratch = with_dbname(server_dsn, dbname)
                 upgrade(scratch)
                 yield scratch
             finally:
                 with psycopg.connect(maintenance, autocommit=True) as conn:
-                    conn.execute(sql.SQL(_sql.query("scratch_drop")).format(name=name))
+                    conn.execute(sql.SQL(sql_files.query("scratch_drop")).format(name=name))
     finally:
         if server is not None:
             server.stop()

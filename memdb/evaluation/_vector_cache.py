@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
+from ..core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
 
 __all__ = ["PassageVectorCache", "cache_dir", "embed_passages_cached"]
 

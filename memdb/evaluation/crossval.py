@@ -15,7 +15,8 @@ figures and won/lost question counts against the current default.
 
 Candidates are a grid over search options (:data:`DEFAULT_GRID`: ``rrf_k``, the vector weight
 and BM25 ``b`` around today's tuned defaults, with the SQL textbook values) and, for every
-mechanism named (any :class:`memdb.search.SearchOptions` field, e.g. a mechanism switch), the
+mechanism named (any :class:`memdb.retrieval.search.SearchOptions` field, e.g. a mechanism switch),
+the
 same grid with it on; the points without it, the default among them, have it off (False)
 when the default options have it on (``neighbors``, ``temporal``). A mechanism's verdict
 compares, fold by fold, the train-best setting with it on against the train-best setting
@@ -45,8 +46,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from ..embeddings import Embedder, embedder_from_env
-from ..search import DEFAULT_OPTIONS, SearchOptions
+from ..core.embeddings import Embedder, embedder_from_env
+from ..retrieval.search import DEFAULT_OPTIONS, SearchOptions
 from ._locomo_data import load_locomo
 from ._metrics import CATEGORY_NAMES, QuestionResult, percentile
 from .locomo import check_ks, collect, describe
@@ -68,7 +69,7 @@ def parse_mechanism(spec: str) -> tuple[str, dict[str, dict[str, Any]]]:
     sets several options at once (``neighbors={"neighbors": 1, "neighbor_weight": [0.3,
     0.4]}``), its list values again a grid. Off leaves NAME as the default options have it
     (None there) or sets it to False. Every name must be a field of
-    :class:`memdb.search.SearchOptions`."""
+    :class:`memdb.retrieval.search.SearchOptions`."""
     name, sep, raw = spec.partition("=")
     name = name.strip()
     names = [f.name for f in fields(SearchOptions)]

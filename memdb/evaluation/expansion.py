@@ -2,7 +2,8 @@
 
 :func:`run_expansion` stores a LoCoMo-format file as :func:`memdb.evaluation.run_locomo` does
 (one memory per dialog turn, with its search context, in a scratch database dropped
-afterwards) and runs every question through :meth:`memdb.documents.Documents.retrieve` once per
+afterwards) and runs every question through :meth:`memdb.families.documents.Documents.retrieve`
+once per
 configuration — ``none`` (the plain hybrid search, the same ranking as run_locomo's
 ``hybrid``), ``mqe``, ``hyde``, each optionally with a reranker — reporting recall@k and MRR
 per configuration and category, the latency, and how many questions fell back to the plain
@@ -21,10 +22,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..ask import EXPANSIONS, RERANKERS
-from ..embeddings import Embedder, embedder_from_env
-from ..llm import ChatLLM
-from ..store import MemoryStore
+from ..core.embeddings import Embedder, embedder_from_env
+from ..core.llm import ChatLLM
+from ..families.store import MemoryStore
+from ..retrieval.ask import EXPANSIONS, RERANKERS
 from ._locomo_data import load_locomo
 from ._metrics import CATEGORY_NAMES, QuestionResult, score_question, summarize
 from ._scratch import scratch_database

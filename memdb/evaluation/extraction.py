@@ -10,7 +10,7 @@ given or configured (``MEMDB_LLM_BASE_URL``, ``MEMDB_LLM_MODEL``, ``MEMDB_LLM_AP
 
 Matching rule. The *found* memories of a turn are the distinct contents of its decisions that
 hold the fact (action add, update or noop; a write the gate rejected is not found). An expected fact
-is *found* when some found memory covers it: :func:`memdb._grounding.covers` (70 % of the
+is *found* when some found memory covers it: :func:`memdb.write.grounding.covers` (70 % of the
 fact's content units, words or CJK bigrams, occur in the memory) or, after casefolding and
 dropping everything but letters and digits, the fact is contained in the memory. A memory
 that holds a whole sentence covers every fact the sentence states (this measures whether the
@@ -34,10 +34,10 @@ import time
 from importlib import resources
 from typing import Any
 
-from .._grounding import covers
-from ..embeddings import Embedder, embedder_from_env
-from ..llm import ChatLLM, llm_from_env
-from ..store import MemoryStore
+from ..core.embeddings import Embedder, embedder_from_env
+from ..core.llm import ChatLLM, llm_from_env
+from ..families.store import MemoryStore
+from ..write.grounding import covers
 from ._scratch import scratch_database
 from .locomo import Progress
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from .._query_cache import QueryCache
-from ..embeddings import Embedder, embedder_from_env
-from ..search import DEFAULT_OPTIONS, SearchOptions
-from ..store import MemoryInput, MemoryStore
+from ..core.embeddings import Embedder, embedder_from_env
+from ..core.query_cache import QueryCache
+from ..families.store import MemoryInput, MemoryStore
+from ..retrieval.search import DEFAULT_OPTIONS, SearchOptions
 from ._locomo_data import Conversation, Question, Turn, load_locomo
 from ._metrics import QuestionResult, format_table, percentile, score_question, summarize
 from ._scratch import scratch_database
@@ -127,7 +127,7 @@ class Collected:
 
 @contextlib.contextmanager
 def _without_query_cache(embedder: Any) -> Iterator[None]:
-    """``embedder`` with its query cache (memdb._query_cache, process-wide by default) off for
+    """``embedder`` with its query cache (memdb.core.query_cache, process-wide by default) off for
     the block, so a question another run already asked is embedded again, not looked up."""
     cache = getattr(embedder, "query_cache", None)
     if cache is None:

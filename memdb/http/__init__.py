@@ -1,5 +1,5 @@
 """memdb's HTTP door: a FastAPI app on :class:`~memdb.AsyncMemoryStore`, served by uvicorn
-(``memdb serve``), authenticated by the API keys of :mod:`memdb.keys`.
+(``memdb serve``), authenticated by the API keys of :mod:`memdb.families.keys`.
 
 >>> from memdb.http import ServerSettings, create_app              # doctest: +SKIP
 >>> app = create_app(ServerSettings(dsn="postgresql://memdb_user@db/memdb"))
@@ -8,7 +8,7 @@ Each request carries a key (``Authorization: Bearer mdb_...`` or ``X-API-Key``);
 selects the tenant and subject the store is opened with, and row-level security decides what
 that store may see. FastAPI and uvicorn are the optional extra ``memdb[http]``: importing
 this package without them works; :func:`create_app` and :func:`run` raise
-:class:`~memdb.errors.MissingDependency` naming the extra.
+:class:`~memdb.core.errors.MissingDependency` naming the extra.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["ServerSettings", "create_app", "run"]
 
 
 def _require() -> None:
-    from ..errors import MissingDependency
+    from ..core.errors import MissingDependency
 
     try:
         import fastapi  # noqa: F401

@@ -17,16 +17,16 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 
 from .._doors import UNAUTHORIZED
-from .._json import jsonable
-from .._redact import redact
-from ..errors import Forbidden, InvalidInput, TooLarge
-from ..ingest import TextSource
-from ..jobs import builtin as builtin_jobs
-from ..keys import Binding
-from ..ops import catalog as ops
-from ..ops import families as fam
-from ..ops import remember as remember_ops
-from ..search import SearchOptions
+from ..core.errors import Forbidden, InvalidInput, TooLarge
+from ..core.jsonable import jsonable
+from ..core.masking import redact
+from ..core.ops import catalog as ops
+from ..core.ops import families as fam
+from ..core.ops import remember as remember_ops
+from ..families.jobs import builtin as builtin_jobs
+from ..families.keys import Binding
+from ..retrieval.search import SearchOptions
+from ..write.ingest import TextSource
 from . import _docs, _errors
 from ._generate import arguments
 from ._limits import BodyLimit
@@ -674,7 +674,7 @@ async def maintenance(body: MaintenanceIn, request: Request, key: Principal) -> 
 
 
 class _RedactLog(logging.Filter):
-    """Masks key-like text (memdb.keys' ``mdb_...``, bearer tokens, DSN passwords) in the
+    """Masks key-like text (memdb.families.keys' ``mdb_...``, bearer tokens, DSN passwords) in the
     server's log lines: a client may put a key where it does not belong, such as a URL path,
     which uvicorn's access log prints. The record keeps its shape: the format string and each
     argument are masked one by one (uvicorn's access formatter unpacks ``args`` as a 5-tuple)."""
@@ -723,7 +723,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             await door.stop()
 
     if settings.mcp and settings.embedder is None:  # one embedder for both doors
-        from ..embeddings import embedder_from_env
+        from ..core.embeddings import embedder_from_env
 
         settings = dataclasses.replace(settings, embedder=embedder_from_env())
         door.embedder = settings.embedder
@@ -772,7 +772,7 @@ def _mcp(settings: ServerSettings) -> Any:
     try:
         from ..mcp import streamable_http_app
     except ImportError as exc:
-        from ..errors import MissingDependency
+        from ..core.errors import MissingDependency
 
         raise MissingDependency(f"--mcp needs the MCP SDK: pip install 'memdb[mcp]' ({exc})"
                                 ) from None

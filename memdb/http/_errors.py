@@ -15,8 +15,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .._redact import redact
-from ..errors import MemdbError, Rejected, status_of
+from ..core.errors import MemdbError, Rejected, status_of
+from ..core.masking import redact
 
 __all__ = ["install", "error_response", "status_of", "bounded", "MAX_ECHO", "MAX_MESSAGE"]
 
@@ -45,7 +45,7 @@ def _cut_quoted(match: re.Match[str]) -> str:
 
 def bounded(message: str) -> str:
     """The one policy for request values echoed in an error message: secrets masked
-    (:func:`memdb._redact.redact`), control and invisible format characters escaped
+    (:func:`memdb.core.masking.redact`), control and invisible format characters escaped
     (``\\u000a``), each quoted value and each run of digits cut to ``MAX_ECHO`` characters, the
     whole message to ``MAX_MESSAGE``."""
     text = _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", redact(message))

@@ -1,4 +1,4 @@
-"""Request models and a route's call arguments generated from a declared operation (memdb.ops).
+"""Request models and a route's call arguments generated from a declared operation (memdb.core.ops).
 
 :func:`request_model` makes a pydantic model (``pydantic.create_model``) with one field per
 declared parameter: its type, its default, and its help and range in the OpenAPI document, laid
@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..ops import Operation, Param
+from ..core.ops import Operation, Param
 
 __all__ = ["Body", "declared", "request_model", "arguments", "offered"]
 

@@ -1,5 +1,5 @@
 """Request bodies of the HTTP door (pydantic): they make the OpenAPI document and refuse unknown
-fields (422). The declared operations' (memdb.ops) fields are generated from their declarations
+fields (422). The declared operations' (memdb.core.ops) fields are generated from their declarations
 (memdb.http._generate) beside the fields a route offers beyond them; values are checked by the
 declarations and by memdb itself (InvalidInput: 400)."""
 
@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..ops import catalog as ops
-from ..ops import families as fam
-from ..ops import remember as remember_ops
+from ..core.ops import catalog as ops
+from ..core.ops import families as fam
+from ..core.ops import remember as remember_ops
 from ._generate import Body, arguments, declared, request_model
 
 __all__ = [
@@ -31,7 +31,8 @@ _Body = Body
 
 class _MemoryFields(_Body):
     """One memory to add: the fields of memdb.MemoryInput a caller may set beyond the declared
-    ones (memdb.ops: add; ``source_type`` takes every provenance, the declared ``source`` two)."""
+    ones (memdb.core.ops: add; ``source_type`` takes every provenance, the declared ``source``
+    two)."""
 
     scope: str | None = None
     agent: str | None = Name
@@ -71,7 +72,7 @@ class AddMany(_Body):
 
 
 class PatchFields(_Body):
-    """Changes to one memory beyond the declared ones (memdb.ops: update); only the fields
+    """Changes to one memory beyond the declared ones (memdb.core.ops: update); only the fields
     given change."""
 
     kind: str | None = None
@@ -133,7 +134,7 @@ class _ContextFields(_Body):
 ContextIn = request_model(ops.CONTEXT, "ContextIn", base=_ContextFields)
 
 
-# The families' operations (memdb.ops.families): the path carries the session, the subject,
+# The families' operations (memdb.core.ops.families): the path carries the session, the subject,
 # the review entry, the trace; the rest is the model's.
 SessionListQuery = request_model(fam.SESSION_LIST, "SessionListQuery")
 SessionQuery = request_model(fam.SESSION_GET, "SessionQuery", skip=("session_id",))
@@ -167,7 +168,7 @@ class _IngestFields(_Body):
     dry_run: bool = False
     force: bool = False
     # true: ingest in this request; false: enqueue a documents.ingest job and answer 202 with
-    # it; default: the job when the texts exceed memdb.jobs.builtin.QUEUE_INGEST_CHARS
+    # it; default: the job when the texts exceed memdb.families.jobs.builtin.QUEUE_INGEST_CHARS
     wait: bool | None = None
 
 
@@ -207,7 +208,7 @@ GraphLinkIn = request_model(fam.GRAPH_LINK, "GraphLinkIn")
 
 
 class _GraphSearchFields(_Body):
-    """The route's own fields beside the declared ones: a filter (memdb.filters; the declared
+    """The route's own fields beside the declared ones: a filter (memdb.core.filters; the declared
     subject is folded into it), per-route weights, and the SQL and timings."""
 
     filter: dict[str, Any] | None = None

@@ -11,10 +11,10 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .. import keys as _keys
-from .._autoschema import owns_server
 from .._doors import KeyChecker, StoreCache
-from ..connection import Database
+from ..core.autoschema import owns_server
+from ..core.connection import Database
+from ..families import keys as _keys
 from ._limits import RateLimiter
 from ._settings import ServerSettings
 
@@ -43,7 +43,7 @@ class DoorState:
         self.keys = KeyChecker(self.db.dsn)
         await self.keys.open()
         if self.embedder is None:
-            from ..embeddings import embedder_from_env
+            from ..core.embeddings import embedder_from_env
 
             self.embedder = await asyncio.to_thread(embedder_from_env)
         # on the embedded server the stores open it themselves (no DSN), like every other
@@ -86,7 +86,7 @@ class DoorState:
         """The admin login's MemoryAdmin (for admin keys), connected on first use."""
         async with self._admin_lock:
             if self._admin is None:
-                from ..admin import MemoryAdmin
+                from ..families.admin import MemoryAdmin
 
                 assert self.db is not None
                 dsn = self.settings.admin_dsn or self.db.admin_dsn

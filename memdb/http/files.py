@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from .._json import jsonable
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
+from ..core.jsonable import jsonable
 
 __all__ = ["router", "PREFIX", "MAX_FILE_BYTES"]
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 
-from ..jobs.family import MAX_LIST
+from ..families.jobs.family import MAX_LIST
 
 __all__ = ["router"]
 

@@ -1,4 +1,4 @@
-"""LangGraph's ``index_config["embed"]`` as a memdb :class:`memdb.embeddings.Embedder`.
+"""LangGraph's ``index_config["embed"]`` as a memdb :class:`memdb.core.embeddings.Embedder`.
 
 LangGraph lets a store's index name its embedding function three ways: a LangChain
 ``Embeddings``, a function from texts to vectors (sync or async), or a ``"provider:model"``
@@ -6,7 +6,7 @@ string (``langchain.embeddings.init_embeddings``); :func:`ensure_embeddings` fro
 turns each into an ``Embeddings``. memdb keeps vectors of different models apart in embedding
 spaces named by model, with fixed dimensions: the space of an ``embed`` is named after it
 (:func:`model_name`) and holds ``index["dims"]`` dimensions, so reopening a store with the
-same function and other dims raises :class:`memdb.errors.DimensionMismatch`, and so does an
+same function and other dims raises :class:`memdb.core.errors.DimensionMismatch`, and so does an
 ``embed`` that returns vectors of another width than ``dims``.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DimensionMismatch, InvalidInput
+from ..core.errors import DimensionMismatch, InvalidInput
 
 __all__ = ["LangGraphEmbedder", "model_name"]
 

@@ -23,8 +23,8 @@ import json
 from typing import Any
 from urllib.parse import quote, unquote
 
-from ..errors import InvalidInput
-from ..uris import encode_subject
+from ..core.errors import InvalidInput
+from ..core.uris import encode_subject
 
 __all__ = ["root", "item_uri", "prefix_uri", "parse_uri", "content_for", "norm_key",
            "sql_filter", "matches", "per_field", "field_texts", "compares", "FilterTypeError",

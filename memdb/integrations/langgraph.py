@@ -20,7 +20,7 @@ items come most recently updated first. Puts bypass memdb's write gate: a key-va
 keeps what it is given.
 
 The operations are written once, in :meth:`MemdbStore._batch`; :class:`AsyncMemdbStore` runs
-the same body on :class:`memdb.AsyncMemoryStore`'s async driver (:func:`memdb._bridge.run`).
+the same body on :class:`memdb.AsyncMemoryStore`'s async driver (:func:`memdb.core.bridge.run`).
 Concurrent async calls share batches (:mod:`memdb.integrations._langgraph_batch`).
 """
 
@@ -32,14 +32,14 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from .. import _bridge, _sql
-from .. import _validate as v
-from ..aio import AsyncMemoryStore
-from ..embeddings import Embedder, embed_checked
-from ..errors import DimensionMismatch, InvalidInput, MemdbError, MissingDependency
-from ..inputs import as_input
-from ..models import Category, Memory
-from ..store import MAX_K, MemoryStore
+from ..core import bridge, sql
+from ..core import validate as v
+from ..core.embeddings import Embedder, embed_checked
+from ..core.errors import DimensionMismatch, InvalidInput, MemdbError, MissingDependency
+from ..core.models import Category, Memory
+from ..families.aio import AsyncMemoryStore
+from ..families.store import MAX_K, MemoryStore
+from ..write.inputs import as_input
 from . import _langgraph_map as lg
 from ._langgraph_batch import Batcher
 from ._langgraph_embed import LangGraphEmbedder
@@ -271,7 +271,7 @@ class MemdbStore(BaseStore):
         if conn is None:
             with self._mem.core.transaction() as own:
                 return self._rows(uris, own)
-        rows = conn.execute(_sql.query("langgraph_get"), {
+        rows = conn.execute(sql.query("langgraph_get"), {
             "tenant": self.tenant, "subject": self.subject, "category": self.category,
             "uris": sorted(set(uris)), "keys": sorted({lg.norm_key(u) for u in uris})
         }).fetchall()
@@ -284,7 +284,7 @@ class MemdbStore(BaseStore):
               offset: int) -> list[Memory]:
         """Current, unexpired items under a URI prefix, most recently updated first."""
         with self._mem.core.transaction() as conn:
-            rows = conn.execute(_sql.query("langgraph_list"), {
+            rows = conn.execute(sql.query("langgraph_list"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category,
                 "prefix": prefix, "metadata": None if metadata is None else Jsonb(metadata),
                 "limit": limit, "offset": offset}).fetchall()
@@ -355,7 +355,7 @@ class MemdbStore(BaseStore):
         vector = embed_checked(self._mem.embedder, [query], query=True)[0]
         space_id = self._mem.space_id()
         with self._mem.core.transaction() as conn:
-            rows = conn.execute(_sql.query("langgraph_vector_search"), {
+            rows = conn.execute(sql.query("langgraph_vector_search"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category,
                 "prefix": prefix, "metadata": None if metadata is None else Jsonb(metadata),
                 "query": vector, "space_id": space_id, "limit": k}).fetchall()
@@ -369,7 +369,7 @@ class MemdbStore(BaseStore):
                                          or op.max_depth < 1):
             raise InvalidInput(f"max_depth must be a positive integer, got {op.max_depth!r}")
         with self._mem.core.transaction() as conn:
-            rows = conn.execute(_sql.query("langgraph_namespaces"), {
+            rows = conn.execute(sql.query("langgraph_namespaces"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category,
                 "root": self._root}).fetchall()
         spaces = [lg.namespace_of(self._root, r["prefix"]) for r in rows]
@@ -382,7 +382,7 @@ class MemdbStore(BaseStore):
     def _refresh(self, refresh: dict[Any, float]) -> None:
         with self._mem.core.transaction() as conn:
             self._mem.core.begin(conn, "langgraph: TTL refreshed on read")
-            conn.execute(_sql.query("langgraph_refresh_ttl"), {
+            conn.execute(sql.query("langgraph_refresh_ttl"), {
                 "tenant": self.tenant, "ids": list(refresh), "secs": list(refresh.values())})
 
     def _put(self, ops: list[PutOp]) -> None:
@@ -418,7 +418,7 @@ class MemdbStore(BaseStore):
         field_vectors = self._field_vectors(per_field)
         space_id = self._mem.space_id()  # cached; asked before the transaction holds a connection
         with self._mem.core.transaction() as conn:
-            conn.execute(_sql.query("langgraph_lock"), {
+            conn.execute(sql.query("langgraph_lock"), {
                 "tenant": self.tenant, "subject": self.subject, "category": self.category})
             rows = self._rows(uris, conn)
             new: list[tuple[dict[str, Any], Any]] = []
@@ -427,7 +427,7 @@ class MemdbStore(BaseStore):
                 row = rows.get(uri)
                 if row is not None and (packed is None or row["expired"]):
                     self._mem.core.begin(conn, "langgraph: delete")
-                    conn.execute(_sql.query("delete_memory"),
+                    conn.execute(sql.query("delete_memory"),
                                  {"tenant": self.tenant, "id": row["id"]})
                     row = None
                 if packed is None:
@@ -451,7 +451,7 @@ class MemdbStore(BaseStore):
                     vector = vectors[content] if content in vectors else \
                         self._vectors([content])[content]
                 self._mem.core.begin(conn, "langgraph: put")
-                conn.execute(_sql.query("update_memory"), {
+                conn.execute(sql.query("update_memory"), {
                     "tenant": self.tenant, "id": row["id"], "changes": Jsonb(changes),
                     "embedding": vector, "space_id": None if vector is None else space_id})
                 stored[uri] = row["id"]
@@ -487,13 +487,13 @@ class MemdbStore(BaseStore):
         whole: its memory's vector serves)."""
         if not stored:
             return
-        conn.execute(_sql.query("langgraph_vectors_clear"),
+        conn.execute(sql.query("langgraph_vectors_clear"),
                      {"tenant": self.tenant, "ids": list(stored.values())})
         rows = [(stored[uri], path, n, vectors[text]) for uri, found in per_field.items()
                 if uri in stored and vectors is not None for path, n, text in found]
         if rows:
             ids, paths, ordinals, embeddings = (list(c) for c in zip(*rows, strict=True))
-            conn.execute(_sql.query("langgraph_vectors_insert"), {
+            conn.execute(sql.query("langgraph_vectors_insert"), {
                 "tenant": self.tenant, "subject": self.subject, "ids": ids, "paths": paths,
                 "ordinals": ordinals, "embeddings": embeddings, "space_id": space_id})
 
@@ -507,7 +507,7 @@ class MemdbStore(BaseStore):
                    for item, _ in new]
         embeddings = [vectors[c] for _, c in new]
         self._mem.core.begin(conn, "langgraph: put")
-        results = conn.execute(_sql.query("write_memories"), {
+        results = conn.execute(sql.query("write_memories"), {
             "items": Jsonb(payload), "embeddings": embeddings,
             "space_id": space_id if any(e is not None for e in embeddings) else None,
             "options": Jsonb({})}).fetchall()
@@ -554,7 +554,7 @@ class AsyncMemdbStore(MemdbStore):
     async def _abatch_now(self, ops: list[Op]) -> list[Result]:
         await self._amem._ready()
         self._loop = asyncio.get_running_loop()
-        return await _bridge.run(self._batch, ops)
+        return await bridge.run(self._batch, ops)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         try:

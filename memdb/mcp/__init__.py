@@ -1,7 +1,7 @@
 """memdb as an MCP server (``memdb mcp``), on the official MCP Python SDK (``memdb[mcp]``).
 
 Tools: remember, search, recall, get, update, forget, context, add_document, ask (their
-descriptions and schemas share one source with the OpenAI memory tool, :mod:`memdb.tool`);
+descriptions and schemas share one source with the OpenAI memory tool, :mod:`memdb.families.tool`);
 resources: ``memdb://profile/{subject}`` (a subject's profile) and ``mem://{subject}/
 {category}/{id}`` (one memory). See docs/mcp.md.
 
@@ -15,7 +15,7 @@ bound to a subject reaches only that subject.
   API-key check; the HTTP door mounts it in ``memdb serve --mcp`` (its lifespan must be
   entered by the host app: ``async with mcp_app.router.lifespan_context(mcp_app): ...``);
 - :func:`run_http`: serve that app with uvicorn (``memdb mcp --http``);
-- :func:`keys_authenticator`: API key -> :class:`Scope` through :mod:`memdb.keys` (the
+- :func:`keys_authenticator`: API key -> :class:`Scope` through :mod:`memdb.families.keys` (the
   HTTP door's own key checker, :class:`memdb._doors.KeyChecker`).
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import MissingDependency
+from ..core.errors import MissingDependency
 
 try:
     import mcp as _sdk  # noqa: F401
@@ -40,7 +40,7 @@ __all__ = ["Scope", "MemdbMcp", "StoreCache", "TOOLS", "ToolSpec", "input_schema
            "BearerAuth", "PROFILE_SCHEME", "create_server", "serve_stdio", "run_stdio",
            "streamable_http_app", "run_http", "keys_authenticator"]
 
-_KEYS = "keys"  # authenticate="keys": memdb's API keys (memdb.keys), when available
+_KEYS = "keys"  # authenticate="keys": memdb's API keys (memdb.families.keys), when available
 
 
 def create_server(*, dsn: str | None = None, tenant: str | None = "default",

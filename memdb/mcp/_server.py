@@ -26,14 +26,14 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from .. import _validate as v
 from .._doors import StoreCache
-from .._redact import redact
-from ..errors import Forbidden, InvalidInput, MemdbError, TooLarge
-from ..ingest import TextSource
-from ..jobs import builtin as builtin_jobs
-from ..tool import TOOL_NAME, hit_result
-from ..uris import is_uri
+from ..core import validate as v
+from ..core.errors import Forbidden, InvalidInput, MemdbError, TooLarge
+from ..core.masking import redact
+from ..core.uris import is_uri
+from ..families.jobs import builtin as builtin_jobs
+from ..families.tool import TOOL_NAME, hit_result
+from ..write.ingest import TextSource
 from ._tools import TOOLS, ToolSpec, check_arguments, input_schema
 
 __all__ = ["Scope", "MemdbMcp", "PROFILE_SCHEME", "SCOPE_KEY"]

@@ -1,5 +1,5 @@
 """The MCP server's tools: names, descriptions and input schemas (no I/O), generated from the
-declared operations (:mod:`memdb.ops.catalog`).
+declared operations (:mod:`memdb.core.ops.catalog`).
 
 Each tool is one operation: its description is the operation's summary, its input schema the
 operation's parameters (the memory tool's actions take the same ones, from the same
@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import InvalidInput
-from ..ops import Operation
-from ..ops import catalog as ops
-from ..ops import files as file_ops
-from ..ops import jobs as job_ops
-from ..ops import remember as remember_ops
+from ..core.errors import InvalidInput
+from ..core.ops import Operation
+from ..core.ops import catalog as ops
+from ..core.ops import files as file_ops
+from ..core.ops import jobs as job_ops
+from ..core.ops import remember as remember_ops
 
 __all__ = ["ToolSpec", "TOOLS", "tool_specs", "input_schema", "check_arguments",
            "MAX_DOCUMENT_CHARS"]

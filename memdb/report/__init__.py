@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from ._data import collect, load_eval
 
 __all__ = ["ReportResult", "write_report", "collect", "load_eval"]
@@ -45,7 +45,7 @@ def write_report(store: Any, out_dir: str | Path, subject: str | None = None,
     """Write report.html, report.json and one PNG per figure into ``out_dir`` (created if
     missing) for the store's tenant, or for one ``subject``. ``eval_path``: the JSON of
     ``memdb eval locomo --json`` adds recall by category and route.
-    :class:`~memdb.errors.MissingDependency` without matplotlib."""
+    :class:`~memdb.core.errors.MissingDependency` without matplotlib."""
     from . import _html, _plots
 
     started = time.perf_counter()

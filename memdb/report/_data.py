@@ -11,9 +11,9 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import _sql
-from .. import _validate as v
-from ..errors import InvalidInput
+from ..core import sql
+from ..core import validate as v
+from ..core.errors import InvalidInput
 
 __all__ = ["collect", "load_eval", "AGE_BUCKETS", "HOTNESS_BUCKETS", "EXPIRY_HORIZONS"]
 
@@ -34,7 +34,7 @@ def _plain(value: Any) -> Any:
 
 def _rows(conn: Any, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: _plain(x) for k, x in dict(r).items()}
-            for r in conn.execute(_sql.query(name), params)]
+            for r in conn.execute(sql.query(name), params)]
 
 
 def collect(store: Any, subject: str | None = None) -> dict[str, Any]:

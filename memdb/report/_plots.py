@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from ..errors import MissingDependency
+from ..core.errors import MissingDependency
 
 __all__ = ["figures", "cjk_font", "rc_params"]
 

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
-from ..keys import Binding
+from ..families.keys import Binding
 
 __all__ = ["COOKIE", "TENANT_COOKIE", "LoginNeeded", "binding_of", "csrf_token", "check_csrf",
            "form_of", "same_origin"]

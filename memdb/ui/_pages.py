@@ -14,11 +14,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from psycopg.types.json import Jsonb
 
-from .. import _bridge, _sql
-from .._json import jsonable
-from ..errors import Forbidden, InvalidInput, MemdbError, NotFound, status_of
-from ..filters import Filter
-from ..profile import profile_items
+from ..core import bridge, sql
+from ..core.errors import Forbidden, InvalidInput, MemdbError, NotFound, status_of
+from ..core.filters import Filter
+from ..core.jsonable import jsonable
+from ..retrieval.profile import profile_items
 from ._auth import (
     COOKIE,
     TENANT_COOKIE,
@@ -120,9 +120,9 @@ async def _rows(store: Any, name: str, params: dict[str, Any]) -> list[dict[str,
 
     def run() -> list[dict[str, Any]]:
         with core.transaction() as conn:
-            return conn.execute(_sql.query(name), {"tenant": core.tenant, **params}).fetchall()
+            return conn.execute(sql.query(name), {"tenant": core.tenant, **params}).fetchall()
 
-    return await _bridge.run(run)
+    return await bridge.run(run)
 
 
 def _table(headers: list[Any], rows: list[list[Any]]) -> Markup:
@@ -191,7 +191,7 @@ async def _tenant_selector(request: Request, message: str = "", status: int = 20
         raise Forbidden("only an admin key may switch tenant")
     import asyncio
 
-    from ..keys import list_keys
+    from ..families.keys import list_keys
 
     admin = await request.app.state.door.admin()
     known = sorted({k.tenant for k in await asyncio.to_thread(list_keys, admin,
@@ -218,9 +218,9 @@ async def choose_tenant(request: Request) -> Response:
         return html_page("Forbidden", tag("p", "The form's token does not match."), status=403)
     if not binding.is_admin:
         raise Forbidden("only an admin key may switch tenant")
-    from .. import _validate
+    from ..core import validate
 
-    tenant = _validate.name(form.get("tenant", "").strip(), "tenant")
+    tenant = validate.name(form.get("tenant", "").strip(), "tenant")
     out = RedirectResponse("/ui/", status_code=303)
     out.set_cookie(TENANT_COOKIE, tenant, httponly=True, samesite="strict", path="/ui",
                    secure=request.url.scheme == "https")
@@ -725,7 +725,7 @@ def install(app: Any) -> None:
         assert isinstance(exc, MemdbError)
         status = status_of(exc)
         title = {404: "Not found", 403: "Forbidden", 400: "Bad request"}.get(status, "Error")
-        from .._redact import redact
+        from ..core.masking import redact
 
         return html_page(title, [tag("p", redact(str(exc)) if status < 500
                                      else type(exc).__name__, class_="error"),

@@ -9,7 +9,7 @@
 -- re-embedding, see MemoryStore.reembed). The version increments
 -- and a history row is written by triggers. A new category is an explicit one: the
 -- classification's tag_version is cleared, unless tag_version is given with it (a category
--- re-classified from new content by memdb.classify, as MemoryStore.update does).
+-- re-classified from new content by memdb.write.classify, as MemoryStore.update does).
 CREATE OR REPLACE FUNCTION memdb.update_memory(p_tenant text, p_id uuid, p_changes jsonb,
                                                p_embedding vector DEFAULT NULL,
                                                p_space_id integer DEFAULT NULL)

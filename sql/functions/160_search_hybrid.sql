@@ -21,7 +21,7 @@
 --      and ties in the rule's favour, and a rule that only shares a character or a name with
 --      the query cannot pass the memories that match it better on every route.
 --      multiplier = score / fused, the boost included;
---   3c. with neighbors set (off here by default; 1 at weight 0.4 in memdb.search.DEFAULT_OPTIONS),
+--   3c. with neighbors set (off here by default; 1 at weight 0.4 in memdb.retrieval.search.DEFAULT_OPTIONS),
 --      the top candidates' session neighbours (the same non-null session_id; a memory without
 --      one has none) join the candidates with score neighbor_weight ^ distance times the hit's
 --      (memdb.search_neighbors; a candidate keeps the higher of its own and a lent score; route

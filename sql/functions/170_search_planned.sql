@@ -3,7 +3,7 @@
 --   -> TABLE(id uuid, rank integer, score double precision, fused double precision,
 --            multiplier double precision, category text, routes jsonb, fallback boolean,
 --            notes jsonb)
--- Executes a query plan (memdb.planner.QueryPlan as JSON: {"query": text, "queries": [{"text",
+-- Executes a query plan (memdb.retrieval.planner.QueryPlan as JSON: {"query": text, "queries": [{"text",
 -- "categories", "strategy", "weight"}, ...]}) with the same filter and options as
 -- memdb.search_hybrid:
 --   1. each typed query i runs memdb.search_hybrid inside its categories (the filter's own

@@ -2,7 +2,7 @@
 -- Applies a classification backfill: p_moves is a JSON array of {"id", "category",
 -- "tag_version"}; each current memory of the tenant gets that category and tag_version (a
 -- changed category also moves a default URI and writes a history row, by trigger). Returns
--- how many rows changed. The moves are computed by memdb.classify (MemoryStore.reclassify).
+-- how many rows changed. The moves are computed by memdb.write.classify (MemoryStore.reclassify).
 CREATE OR REPLACE FUNCTION memdb.reclassify(p_tenant text, p_moves jsonb)
 RETURNS integer
 LANGUAGE sql

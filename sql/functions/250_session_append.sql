@@ -2,7 +2,7 @@
 --                      p_content text, p_tokens integer) -> bigint
 -- Appends one turn to a session's conversation buffer (creating the session row on first use)
 -- and returns the message id; ids grow with insertion order, which is the buffer's order.
--- p_tokens is counted by the caller (memdb.session uses the embedding model's tokenizer
+-- p_tokens is counted by the caller (memdb.families.session uses the embedding model's tokenizer
 -- offline), so the window arithmetic in memdb.session_window needs no tokenizer in SQL.
 CREATE OR REPLACE FUNCTION memdb.session_append(p_tenant text, p_subject text, p_session text,
                                                 p_role text, p_content text, p_tokens integer)

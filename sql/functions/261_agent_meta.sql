@@ -1,6 +1,6 @@
 -- memdb.agent_meta(p_tenant text, p_agent text, p_limit integer DEFAULT 20) -> jsonb
 -- An agent's meta memory (what it knows about itself) as one JSON document, derived on read
--- from the current memories of its subject 'agent:<p_agent>' (memdb.meta; the same document
+-- from the current memories of its subject 'agent:<p_agent>' (memdb.families.meta; the same document
 -- from psql):
 --   {"agent", "subject", "tenant", "persona": [...], "abilities": [...], "limits": [...],
 --    "lessons": [...], "memory_ids": [...], "counts": {...}}

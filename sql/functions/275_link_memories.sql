@@ -6,7 +6,7 @@
 --    "entities": [{"name": text, "type": text, "aliases": [text]}],
 --    "relations": [{"from": name, "to": name, "type": text, "strength": (0, 1],
 --                   "valid_from": timestamptz, "valid_to": timestamptz}]}
--- (what memdb.graph's extractors produce). For each current memory of the tenant: its old
+-- (what memdb.families.graph's extractors produce). For each current memory of the tenant: its old
 -- mentions and relations are deleted (re-linking replaces them), the entities are upserted
 -- under the memory's subject (memdb.upsert_entity) and mentioned, relations are recorded with
 -- the memory as evidence, valid from the relation's valid_from or else the memory's

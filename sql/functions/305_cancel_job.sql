@@ -2,7 +2,7 @@
 -- Cancels a job that is not being handled: queued, failed (waiting to retry), or running
 -- without its handler's transaction (claimed a moment ago, or its worker died): it becomes
 -- 'cancelled' and is never run again. A job being handled right now (its row locked by the
--- handler's transaction) is not waited for: SQLSTATE MD003 (memdb.errors.Conflict). A
+-- handler's transaction) is not waited for: SQLSTATE MD003 (memdb.core.errors.Conflict). A
 -- finished job (done, dead, cancelled) is left as it is. Returns the job's state after; NULL
 -- when the tenant has no such job.
 -- Example: SELECT memdb.cancel_job('acme', '0190...'::uuid);

@@ -1,7 +1,7 @@
 -- memdb.retry_job(p_tenant, p_id) -> text
 -- Runs a dead, failed or cancelled job again now: queued, its attempts back to 0 (last_error
 -- kept until it next runs), and wakes the workers. A queued or running job is left as it is;
--- a done job is never run twice (SQLSTATE MD003, memdb.errors.Conflict). Returns the job's
+-- a done job is never run twice (SQLSTATE MD003, memdb.core.errors.Conflict). Returns the job's
 -- state after; NULL when the tenant has no such job.
 -- Example: SELECT memdb.retry_job('acme', '0190...'::uuid);
 CREATE OR REPLACE FUNCTION memdb.retry_job(p_tenant text, p_id uuid)

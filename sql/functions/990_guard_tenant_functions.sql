@@ -10,7 +10,7 @@
 --                             when p_tenant is NULL, else returns the body's result;
 --   memdb.f__unguarded(...)   the body from sql/functions, renamed.
 -- (On Citus no memdb function is distributed by an argument: sql/queries/citus.sql says why.)
--- memdb.migrations.apply_objects calls it with false before re-applying sql/functions (the
+-- memdb.core.migrations.apply_objects calls it with false before re-applying sql/functions (the
 -- bodies get their own names back, so the files replace them), then with true. Returns how
 -- many functions it wrapped (true) or unwrapped (false).
 -- Example: SELECT memdb.guard_tenant_functions(true);

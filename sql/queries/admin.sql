@@ -1,4 +1,4 @@
--- Named queries of memdb.embedded and memdb.admin (loaded by memdb._sql): who connects as whom.
+-- Named queries of memdb.core.embedded and memdb.families.admin (loaded by memdb.core.sql): who connects as whom.
 
 -- name: ensure_app_login
 -- The embedded server's data-path login (roles are per cluster; run as the superuser): created
@@ -45,7 +45,7 @@ SELECT current_user AS login,
 SELECT memdb.retokenize(%(tenant)s) AS n;
 
 -- name: schema_created
--- Has any memdb migration run on this database (memdb._autoschema: the embedded server
+-- Has any memdb migration run on this database (memdb.core.autoschema: the embedded server
 -- migrates itself on first use)? alembic's version table is made in the first migration's
 -- transaction, so it exists exactly when a migration committed.
 SELECT to_regclass('public.memdb_alembic_version') IS NOT NULL AS created;

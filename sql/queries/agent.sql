@@ -1,4 +1,4 @@
--- Queries of the agent interface (memdb/tool.py, memdb/remember.py). Both read through
+-- Queries of the agent interface (memdb/families/tool.py, memdb/write/remember.py). Both read through
 -- memdb.list_memories, so "current, unexpired, visible to this tenant/subject" means exactly
 -- what it means for store.list().
 

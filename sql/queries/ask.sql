@@ -1,4 +1,4 @@
--- Named queries of memdb.ask (loaded by memdb._sql).
+-- Named queries of memdb.retrieval.ask (loaded by memdb.core.sql).
 
 -- name: search_fused
 SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,

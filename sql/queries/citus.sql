@@ -1,4 +1,4 @@
--- Named queries for a Citus coordinator (memdb.migrations.apply_objects). On plain PostgreSQL
+-- Named queries for a Citus coordinator (memdb.core.migrations.apply_objects). On plain PostgreSQL
 -- only has_citus runs.
 
 -- name: has_citus

@@ -1,4 +1,4 @@
--- Named queries of memdb.evaluation._scratch (loaded by memdb._sql): the scratch databases of
+-- Named queries of memdb.evaluation._scratch (loaded by memdb.core.sql): the scratch databases of
 -- `memdb eval`. {} placeholders are identifiers/literals composed with psycopg.sql.
 
 -- name: scratch_create

@@ -1,4 +1,4 @@
--- Named queries of memdb.graph (loaded by memdb._sql). Parameters are %(name)s placeholders.
+-- Named queries of memdb.families.graph (loaded by memdb.core.sql). Parameters are %(name)s placeholders.
 
 -- name: graph_link_memories
 SELECT memory_id, linked, entities, relations

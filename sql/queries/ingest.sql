@@ -1,4 +1,4 @@
--- Named queries of memdb.ingest (loaded by memdb._sql).
+-- Named queries of memdb.write.ingest (loaded by memdb.core.sql).
 
 -- name: document_state
 SELECT d.uri, encode(d.content_hash, 'hex') AS content_hash, d.chunking, d.subject, d.scope,

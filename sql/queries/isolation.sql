@@ -1,4 +1,4 @@
--- Named queries of memdb.connection (loaded by memdb._sql): the isolation context of one
+-- Named queries of memdb.core.connection (loaded by memdb.core.sql): the isolation context of one
 -- transaction. set_config('role', ..., true) is SET LOCAL ROLE, so one round trip sets the
 -- role and the row-level-security keys; all three end with the transaction.
 
@@ -8,7 +8,7 @@ SELECT set_config('role', 'memdb_app', true) AS role,
        set_config('memdb.subject', %(subject)s, true) AS subject;
 
 -- name: set_isolation_citus
--- The same on a Citus coordinator (memdb.connection.set_local fills in quoted literals): Citus
+-- The same on a Citus coordinator (memdb.core.connection.set_local fills in quoted literals): Citus
 -- passes SET LOCAL, not set_config, on to the workers, once propagate_set_commands = 'local'.
 -- The role is set before that: Citus connects to the workers as the current role anyway, and a
 -- propagated role would also switch its connections for SECURITY DEFINER functions (as their
@@ -20,12 +20,12 @@ SET LOCAL memdb.subject = {subject};
 SET LOCAL memdb.actor = {actor};
 
 -- name: connection_features
--- Once per pooled connection (memdb.connection._configure): pgvector's type, and Citus.
+-- Once per pooled connection (memdb.core.connection._configure): pgvector's type, and Citus.
 SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector') AS vector,
        EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus;
 
 -- name: begin_transaction
--- memdb.connection's pipelined transaction: BEGIN, the isolation settings, the statements and
+-- memdb.core.connection's pipelined transaction: BEGIN, the isolation settings, the statements and
 -- COMMIT (or ROLLBACK) go to the server in one round trip.
 BEGIN;
 

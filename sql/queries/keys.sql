@@ -1,4 +1,4 @@
--- Named queries of memdb.keys (loaded by memdb._sql): API keys of the HTTP door, kept by the
+-- Named queries of memdb.families.keys (loaded by memdb.core.sql): API keys of the HTTP door, kept by the
 -- admin login (the application role has no privilege on memdb.api_keys).
 
 -- name: key_create

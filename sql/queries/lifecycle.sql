@@ -1,4 +1,4 @@
--- Named queries of memdb.lifecycle (loaded by memdb._sql). Parameters are %(name)s placeholders.
+-- Named queries of memdb.families.lifecycle (loaded by memdb.core.sql). Parameters are %(name)s placeholders.
 
 -- name: run_maintenance
 SELECT memdb.run_maintenance(%(tenant)s::text, %(options)s::jsonb, %(dry_run)s::boolean) AS result;

@@ -1,4 +1,4 @@
--- Perceptual memory (memdb.perceive): the rows of memdb.percepts, read and written under the
+-- Perceptual memory (memdb.write.perceive): the rows of memdb.percepts, read and written under the
 -- caller's row-level security (tenant and subject set by the store's transaction).
 
 -- name: percept_by_sha256

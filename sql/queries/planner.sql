@@ -1,5 +1,5 @@
--- Named queries of memdb.recall (planned retrieval, traces, classification backfill), loaded
--- by memdb._sql.
+-- Named queries of memdb.retrieval.recall (planned retrieval, traces, classification backfill), loaded
+-- by memdb.core.sql.
 
 -- name: search_planned
 SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,

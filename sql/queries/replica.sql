@@ -1,4 +1,4 @@
--- Named queries of memdb.replica (loaded by memdb._sql): read-your-writes on a hot standby.
+-- Named queries of memdb.core.replica (loaded by memdb.core.sql): read-your-writes on a hot standby.
 
 -- name: wal_insert_lsn
 -- On the primary, after a write committed: a WAL position at or past its commit record.

@@ -1,4 +1,4 @@
--- Schedules of recurring jobs (memdb.job_schedules; memdb/jobs/_schedules.py) and the queue's
+-- Schedules of recurring jobs (memdb.job_schedules; memdb/families/jobs/_schedules.py) and the queue's
 -- figures over time (memdb report). Run in transactions confined to a tenant (RLS), except
 -- enqueue_due_schedules, which a worker runs as memdb_app with no tenant (SECURITY DEFINER).
 

@@ -1,4 +1,4 @@
--- Named queries of memdb.store's search (loaded by memdb._sql).
+-- Named queries of memdb.families.store's search (loaded by memdb.core.sql).
 
 -- name: search_hybrid
 SELECT m.id, m.tenant, m.subject, m.agent, m.scope, m.project_id, m.session_id, m.kind,

@@ -1,4 +1,4 @@
--- Named queries of memdb.session and memdb.context (loaded by memdb._sql).
+-- Named queries of memdb.families.session and memdb.families.context (loaded by memdb.core.sql).
 -- Parameters are %(name)s placeholders.
 
 -- name: session_append

@@ -1,4 +1,4 @@
--- Named queries of memdb.store (loaded by memdb._sql). Parameters are %(name)s placeholders.
+-- Named queries of memdb.families.store (loaded by memdb.core.sql). Parameters are %(name)s placeholders.
 
 -- name: set_context
 SELECT set_config('memdb.actor', %(actor)s, true) AS actor,

@@ -1,5 +1,5 @@
 -- Named queries for the tenant functions' guards (memdb.guard_tenant_functions,
--- sql/functions/990_guard_tenant_functions.sql), run by memdb.migrations.apply_objects.
+-- sql/functions/990_guard_tenant_functions.sql), run by memdb.core.migrations.apply_objects.
 
 -- name: unguard_tenant_functions
 -- Before sql/functions is re-applied: each body memdb.f__unguarded takes its name memdb.f

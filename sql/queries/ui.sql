@@ -1,4 +1,4 @@
--- Named queries of the memory browser (memdb.ui, loaded by memdb._sql). Parameters are
+-- Named queries of the memory browser (memdb.ui, loaded by memdb.core.sql). Parameters are
 -- %(name)s placeholders; row-level security confines them like every other query.
 
 -- name: ui_subject_counts

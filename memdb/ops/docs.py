@@ -1,6 +1,0 @@
-"""``python -m memdb.ops.docs``: print docs/operations.md, generated from the declarations."""
-
-from ._docs import render
-
-if __name__ == "__main__":
-    print(render(), end="")
