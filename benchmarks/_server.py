@@ -59,11 +59,13 @@ def with_db(dsn: str, dbname: str) -> str:
     return make_conninfo(**params)
 
 
-def emit(result: dict, path: Path) -> None:
-    """Print the benchmark's JSON document and write it to ``path`` (folders made)."""
+def emit(result: dict, path: Path | str | None) -> None:
+    """Print the benchmark's JSON document and write it to ``path`` too (folders made)."""
     text = json.dumps(result, indent=2, ensure_ascii=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + "\n", encoding="utf-8")
+    if path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
     print(text)
 
 

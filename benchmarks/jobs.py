@@ -15,13 +15,14 @@ threads, draining ``--drain`` jobs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
+
+from _server import emit  # benchmarks/ sibling module
 
 QUEUED = 10_000
 
@@ -98,11 +99,7 @@ def main() -> None:
     if not os.environ.get("MEMDB_DSN"):
         os.environ.setdefault("MEMDB_HOME", tempfile.mkdtemp(prefix="memdb-jobs-bench-"))
     result = run(args.samples, args.drain, args.cores)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    print(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import platform
 import sys
@@ -31,6 +30,8 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+from _server import emit  # benchmarks/ sibling module
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -114,11 +115,7 @@ def main() -> None:
     if not os.environ.get("MEMDB_DSN"):
         os.environ.setdefault("MEMDB_HOME", tempfile.mkdtemp(prefix="memdb-jobs-remember-"))
     result = run(args.jobs, args.llm_jobs, args.concurrency)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    print(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

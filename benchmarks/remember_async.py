@@ -14,13 +14,14 @@ bundled local embedder with one thread, the default write gate, no LLM.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
+
+from _server import emit  # benchmarks/ sibling module
 
 TURNS = ["I'm allergic to peanuts, case {i}.", "我对花生过敏，第{i}次。",
          "Please always answer in French, note {i}.", "以后都用中文回答，第{i}条。"]
@@ -86,11 +87,7 @@ def main() -> None:
     for name in ("MEMDB_LLM_MODEL", "MEMDB_LLM_BASE_URL"):
         os.environ.pop(name, None)
     result = run(args.samples)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    print(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":
