@@ -9,6 +9,7 @@ import math
 import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
+from uuid import UUID
 
 from .errors import InvalidInput
 
@@ -230,6 +231,16 @@ def offset(value: object, field: str = "offset") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
         raise InvalidInput(f"{field} must be an integer from 0 to {MAX_OFFSET}, got {value!r}")
     return value
+
+
+def uuid(value: object, what: str = "memory id") -> UUID:
+    """``value`` as a UUID; InvalidInput naming ``what`` it should have been."""
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise InvalidInput(f"not a {what} (UUID): {str(value)[:80]!r}") from None
 
 
 def reason(value: object) -> str | None:

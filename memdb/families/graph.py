@@ -185,7 +185,7 @@ class Graph(Family):
         started = time.perf_counter()
         v.positive_int(batch_size, "batch_size", 10_000)
         v.positive_int(limit, "limit", 10**7)
-        ids = None if memory_ids is None else [_uuid(i) for i in memory_ids]
+        ids = None if memory_ids is None else [v.uuid(i) for i in memory_ids]
         if ids is not None and not ids:
             return LinkResult()
         who = v.optional_name(subject, "subject") or self._store.subject
@@ -346,13 +346,6 @@ class Graph(Family):
                            r["valid_from"], r["valid_to"]) for r in rels))
 
 
-def _uuid(value: object) -> UUID:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
 def _names(entities: Sequence[str] | None) -> list[str]:

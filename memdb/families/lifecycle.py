@@ -25,11 +25,6 @@ TOPIC_STOP = ("decided decision agreed prefers preferred likes loves learned les
                "must should would could will next time session sessions user users today")
 
 
-def as_uuid(value: object) -> UUID:
-    try:
-        return value if isinstance(value, UUID) else UUID(str(value))
-    except ValueError:
-        raise InvalidInput(f"not an id (UUID): {value!r}") from None
 
 
 def check_limit(value: int) -> int:

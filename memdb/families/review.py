@@ -20,7 +20,7 @@ from ..core.embeddings import embed_checked
 from ..core.errors import InvalidInput, NotFound
 from ..core.family import Family
 from ..core.lifecycle_models import ReviewItem
-from .lifecycle import as_uuid, check_limit
+from .lifecycle import check_limit
 
 __all__ = ["Review"]
 
@@ -44,7 +44,7 @@ class Review(Family):
     def approve(self, review_id: UUID | str, *, decided_by: str | None = None) -> UUID:
         """Approve a pending entry: its memory is created (category system for rules) and the
         entry records decided_by/decided_at and memory_id. Returns the memory id."""
-        rid = as_uuid(review_id)
+        rid = v.uuid(review_id, "review id")
         with self._core.transaction() as conn:
             row = conn.execute(sql.query("review_content"),
                                {"tenant": self._store.tenant, "id": rid}).fetchone()
@@ -60,7 +60,7 @@ class Review(Family):
 
     def reject(self, review_id: UUID | str, *, decided_by: str | None = None) -> None:
         """Reject a pending entry (no memory; the same text is not proposed again)."""
-        rid = as_uuid(review_id)
+        rid = v.uuid(review_id, "review id")
         with self._core.transaction() as conn:
             self._core.begin(conn, "review rejected")
             self._decide(conn, "review_reject", {

@@ -135,13 +135,6 @@ def _reads_on_primary(method: Any) -> Any:
     return write
 
 
-def _uuid(value: object) -> UUID:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        raise InvalidInput(f"not a memory id (UUID): {value!r}") from None
 
 
 class _Core:
@@ -876,7 +869,7 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
     def mark_used(self, memory_ids: Iterable[UUID | str], *, subject: str | None = None) -> int:
         """Record that these memories were used (e.g. cited): grows their use count for
         ``subject`` (default: each memory's own), which hotness reads. Returns how many."""
-        ids = [_uuid(i) for i in memory_ids]
+        ids = [v.uuid(i) for i in memory_ids]
         if not ids:
             return 0
         with self.core.transaction() as conn:

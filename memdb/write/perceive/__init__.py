@@ -31,6 +31,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from ...core import bridge, sql
+from ...core import validate as v
 from ...core.errors import InvalidInput, NotFound, TooLarge
 from ...core.family import Family
 from ...core.llm import ChatLLM
@@ -284,7 +285,7 @@ class Percepts(Family):
         the memory has none."""
         with self._core.read() as conn:
             row = conn.execute(sql.query("get_percept"),
-                               {"tenant": self._core.tenant, "id": _uuid(memory_id)}).fetchone()
+                               {"tenant": self._core.tenant, "id": v.uuid(memory_id)}).fetchone()
         if row is None:
             raise NotFound(f"no perceptual memory {memory_id}")
         return dict(row)
@@ -293,7 +294,7 @@ class Percepts(Family):
         """The JPEG thumbnail (at most 256 pixels a side); NotFound when there is none."""
         with self._core.read() as conn:
             row = conn.execute(sql.query("percept_thumbnail"),
-                               {"tenant": self._core.tenant, "id": _uuid(memory_id)}).fetchone()
+                               {"tenant": self._core.tenant, "id": v.uuid(memory_id)}).fetchone()
         if row is None or row["thumbnail"] is None:
             raise NotFound(f"no thumbnail for {memory_id}")
         return bytes(row["thumbnail"])
@@ -302,7 +303,7 @@ class Percepts(Family):
         """(the file's bytes, its MIME type); NotFound when they were not kept."""
         with self._core.read() as conn:
             row = conn.execute(sql.query("percept_data"),
-                               {"tenant": self._core.tenant, "id": _uuid(memory_id)}).fetchone()
+                               {"tenant": self._core.tenant, "id": v.uuid(memory_id)}).fetchone()
         if row is None or row["data"] is None:
             raise NotFound(f"the bytes of {memory_id} were not kept")
         return bytes(row["data"]), row["mime"]
@@ -323,7 +324,7 @@ class Percepts(Family):
         (default: the endpoint ``$MEMDB_TRANSCRIBE_MODEL`` configures), and update its memory;
         a recording already transcribed is left as it is (outcome ``already_transcribed``).
         InvalidInput when no endpoint is configured; TranscriptionFailed when it fails."""
-        return transcribe_memory(self._store, _uuid(memory_id),
+        return transcribe_memory(self._store, v.uuid(memory_id),
                                  transcriber or transcriber_from_env())
 
     def transcribe_pending(self, *, limit: int = 100) -> list[Any]:
@@ -335,11 +336,6 @@ class Percepts(Family):
                 for mid in self.pending(limit=limit)]
 
 
-def _uuid(value: UUID | str) -> UUID:
-    try:
-        return value if isinstance(value, UUID) else UUID(str(value))
-    except ValueError:
-        raise InvalidInput(f"not a memory id: {str(value)[:40]!r}") from None
 
 
 def _existing_row(core: Any, memory_id: UUID) -> dict[str, Any]:
