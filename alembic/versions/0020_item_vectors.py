@@ -12,17 +12,8 @@ memdb.memories, right after it is made (its foreign keys need that).
 """
 from __future__ import annotations
 
-import hashlib
-
 from alembic import op
-from memdb.core import sql
-from memdb.core.errors import MemdbError
-from memdb.core.migrations import (
-    apply_schema_file,
-    has_citus,
-    one_connection_per_node,
-    split_statements,
-)
+from memdb.core.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0020"
 down_revision = "0019"
@@ -33,23 +24,11 @@ depends_on = None
 SCHEMA_FILE = "0020_item_vectors.sql"
 SCHEMA_SHA256 = "3348a1e752383ebd66089bcf4b5e3d4be22bc36a148dc38460b6e667053ba543"
 
-_DISTRIBUTE = ("SELECT create_distributed_table('memdb.item_vectors', 'tenant', "
-               "colocate_with => 'memdb.memories')")
-
 
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
     one_connection_per_node(conn)
-    if not has_citus(conn):
-        apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
-        return
-    data = (sql.sql_dir() / "schema" / SCHEMA_FILE).read_bytes()
-    if hashlib.sha256(data).hexdigest() != SCHEMA_SHA256:
-        raise MemdbError(f"sql/schema/{SCHEMA_FILE} changed after release")
-    for statement in split_statements(data.decode("utf-8")):
-        conn.execute(statement)
-        if "CREATE TABLE memdb.item_vectors" in statement:
-            conn.execute(_DISTRIBUTE)
+    apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256, distribute=("memdb.item_vectors",))
 
 
 def downgrade() -> None:

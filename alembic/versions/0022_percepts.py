@@ -12,17 +12,8 @@ downgrade drops the table and keeps the perceptual memories as semantic ones (th
 """
 from __future__ import annotations
 
-import hashlib
-
 from alembic import op
-from memdb.core import sql
-from memdb.core.errors import MemdbError
-from memdb.core.migrations import (
-    apply_schema_file,
-    has_citus,
-    one_connection_per_node,
-    split_statements,
-)
+from memdb.core.migrations import apply_schema_file, one_connection_per_node
 
 revision = "0022"
 down_revision = "0021"
@@ -32,9 +23,6 @@ depends_on = None
 # The frozen DDL this revision applies (sql/schema/) and its sha256.
 SCHEMA_FILE = "0022_percepts.sql"
 SCHEMA_SHA256 = "5cb43f064b7744d29c710b3edd943522641d006833031cf34b3fcd6ef1374c87"
-
-_DISTRIBUTE = ("SELECT create_distributed_table('memdb.percepts', 'tenant',"
-               " colocate_with => 'memdb.memories')")
 
 _DOWNGRADE = (
     "DROP TABLE memdb.percepts",
@@ -48,17 +36,7 @@ _DOWNGRADE = (
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
     one_connection_per_node(conn)
-    if not has_citus(conn):
-        apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
-        return
-    data = (sql.sql_dir() / "schema" / SCHEMA_FILE).read_bytes()
-    if hashlib.sha256(data).hexdigest() != SCHEMA_SHA256:
-        raise MemdbError(f"sql/schema/{SCHEMA_FILE} changed after release")
-    for statement in split_statements(data.decode("utf-8")):
-        conn.execute(statement)
-        if statement.lstrip().startswith("CREATE TABLE memdb.percepts") \
-                or "\nCREATE TABLE memdb.percepts" in statement:
-            conn.execute(_DISTRIBUTE)
+    apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256, distribute=("memdb.percepts",))
 
 
 def downgrade() -> None:

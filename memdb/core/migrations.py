@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -124,8 +125,13 @@ def current(dsn: str | None = None) -> str | None:
         return row[0] if row else None
 
 
-def apply_schema_file(driver_conn: Any, name: str, sha256: str) -> None:
-    """Run one frozen schema file after checking it is byte-for-byte the one released."""
+def apply_schema_file(driver_conn: Any, name: str, sha256: str, *,
+                      distribute: tuple[str, ...] = ()) -> None:
+    """Run one frozen schema file after checking it is byte-for-byte the one released.
+
+    ``distribute`` names tables the file creates that, on a Citus coordinator, are distributed
+    by tenant (co-located with memdb.memories) right after their CREATE TABLE, before the
+    file's later statements (policies, indexes) run on them."""
     path = sql.sql_dir() / "schema" / name
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
@@ -134,7 +140,15 @@ def apply_schema_file(driver_conn: Any, name: str, sha256: str) -> None:
             f"sql/schema/{name} changed after release (sha256 {digest}, expected {sha256}): "
             "schema changes go in a new file and a new revision"
         )
-    driver_conn.execute(data.decode("utf-8"))
+    if not distribute or not has_citus(driver_conn):
+        driver_conn.execute(data.decode("utf-8"))
+        return
+    for statement in split_statements(data.decode("utf-8")):
+        driver_conn.execute(statement)
+        created = re.search(r"^\s*CREATE TABLE (memdb\.\w+)", statement, re.MULTILINE)
+        if created and created.group(1) in distribute:
+            driver_conn.execute("SELECT create_distributed_table(%s, 'tenant', "
+                                "colocate_with => 'memdb.memories')", (created.group(1),))
 
 
 # The comment on schema memdb records which sql/ objects are installed (objects_digest), so
