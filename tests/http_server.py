@@ -89,6 +89,17 @@ def running_door(settings: Any) -> Iterator[RunningDoor]:
         sock.close()
 
 
+@contextlib.contextmanager
+def served_door(admin_dsn: str, embedder: Any, **overrides: Any) -> Iterator[RunningDoor]:
+    """The HTTP door on a real application login (tests/app_login.py) of the database at
+    ``admin_dsn``, with ``door_settings(..., **overrides)``, for the ``with`` block."""
+    from tests.app_login import app_login
+
+    with app_login(admin_dsn) as app_dsn, \
+            running_door(door_settings(app_dsn, admin_dsn, embedder, **overrides)) as running:
+        yield running
+
+
 @dataclass
 class DoorProcess:
     """A `memdb serve`/`memdb ui` process: where it listens (its --json line), its output."""

@@ -13,10 +13,9 @@ import anyio
 import psycopg
 import pytest
 
-from tests.app_login import app_login
 from tests.canned_openai import CannedOpenAI, Transcription
 from tests.cli_helpers import ok_json, run
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, served_door
 from tests.office_files import EN as DOC_EN
 from tests.office_files import ZH as DOC_ZH
 from tests.office_files import docx
@@ -55,8 +54,7 @@ def keys(module_db, embedder):
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, running_door(door_settings(
-            app_dsn, module_db, embedder, max_file_bytes=2_000_000, mcp=True)) as running:
+    with served_door(module_db, embedder, max_file_bytes=2_000_000, mcp=True) as running:
         yield running
 
 

@@ -14,7 +14,7 @@ from memdb.families.keys import create_key, revoke_key
 from memdb.http import ServerSettings
 from memdb.http._limits import RateLimiter
 from tests.app_login import app_login
-from tests.http_server import door_process, door_settings, make_keys, running_door
+from tests.http_server import door_process, make_keys, running_door, served_door
 
 pytest.importorskip("fastapi")
 
@@ -29,8 +29,7 @@ def keys(module_db, embedder):
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder)) as running:
+    with served_door(module_db, embedder) as running:
         yield running
 
 

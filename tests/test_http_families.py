@@ -12,9 +12,8 @@ import time
 import psycopg
 import pytest
 
-from tests.app_login import app_login
 from tests.canned_openai import CannedOpenAI, Delay, Reply
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, served_door
 
 pytest.importorskip("fastapi")
 
@@ -31,8 +30,7 @@ def keys(module_db, embedder):
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder)) as running:
+    with served_door(module_db, embedder) as running:
         yield running
 
 
@@ -406,8 +404,7 @@ def llm_door(module_db, embedder, keys):
         env.setenv("MEMDB_LLM_API_KEY", "sk-canned-test")
         env.setenv("MEMDB_LLM_TIMEOUT", "20")
         env.setenv("MEMDB_REMEMBER_TIMEOUT", "20")
-        with app_login(module_db) as app_dsn, \
-                running_door(door_settings(app_dsn, module_db, embedder)) as running:
+        with served_door(module_db, embedder) as running:
             yield running, api
 
 

@@ -17,7 +17,7 @@ from memdb.core.errors import InvalidInput
 from memdb.http import ServerSettings
 from tests.app_login import app_login
 from tests.cli_helpers import run
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, running_door, served_door
 
 pytest.importorskip("fastapi")
 
@@ -29,8 +29,7 @@ def keys(module_db, embedder):
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder, ui=True)) as running:
+    with served_door(module_db, embedder, ui=True) as running:
         yield running
 
 

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from tests.app_login import app_login
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import door_settings, make_keys, running_door, served_door
 from tests.test_ingest import HashEmbedder
 
 pytest.importorskip("fastapi")
@@ -43,8 +43,7 @@ def keys(module_db, hashing):
 
 @pytest.fixture(scope="module")
 def door(module_db, hashing, keys):
-    with app_login(module_db) as app_dsn, running_door(door_settings(
-            app_dsn, module_db, hashing, max_ingest_chunks=LIMIT)) as running:
+    with served_door(module_db, hashing, max_ingest_chunks=LIMIT) as running:
         yield running
 
 

@@ -12,8 +12,7 @@ import pytest
 from memdb import MemoryStore
 from memdb.families.jobs import Worker
 from memdb.families.jobs.builtin import QUEUE_INGEST_CHARS
-from tests.app_login import app_login
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, served_door
 
 BIG = "\n\n".join(f"## Part {n}\n\nThe pump of line {n} is checked every {n + 2} days. "
                   f"第{n}号线的水泵每{n + 2}天检查一次。" for n in range(210))
@@ -32,9 +31,7 @@ def _drain(dsn: str, embedder) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def door(module_db, embedder):
     keys = make_keys(module_db, embedder)
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder,
-                                       max_body_bytes=400_000)) as running:
+    with served_door(module_db, embedder, max_body_bytes=400_000) as running:
         yield running, keys
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from memdb import MemoryStore
 from memdb.families.jobs import PermanentFailure, Registry, Worker
-from tests.app_login import app_login
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, served_door
 
 
 def _run(dsn: str, store: MemoryStore) -> None:
@@ -64,8 +63,7 @@ def test_throughput_by_hour_and_the_report_section(fresh_db, embedder, tmp_path)
 @pytest.fixture(scope="module")
 def door(module_db, embedder):
     keys = make_keys(module_db, embedder)
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder, ui=True)) as running:
+    with served_door(module_db, embedder, ui=True) as running:
         yield running, keys
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memdb import MemoryStore
-from tests.app_login import app_login
 from tests.cli_helpers import ok_json, run
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, served_door
 
 
 def test_cli_jobs_and_worker(fresh_db, embedder):
@@ -46,8 +45,7 @@ def test_cli_jobs_and_worker(fresh_db, embedder):
 @pytest.fixture(scope="module")
 def door(module_db, embedder):
     keys = make_keys(module_db, embedder)
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder)) as running:
+    with served_door(module_db, embedder) as running:
         yield running, keys
 
 

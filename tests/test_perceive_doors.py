@@ -14,9 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from memdb.cli import cli
-from tests.app_login import app_login
 from tests.cli_helpers import ok_json, run
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, served_door
 from tests.image_factory import text_image
 
 pytest.importorskip("fastapi")
@@ -30,8 +29,7 @@ def keys(module_db, embedder):
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, running_door(door_settings(
-            app_dsn, module_db, embedder, max_file_bytes=LIMIT, mcp=True, ui=True)) as running:
+    with served_door(module_db, embedder, max_file_bytes=LIMIT, mcp=True, ui=True) as running:
         yield running
 
 

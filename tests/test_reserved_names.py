@@ -165,11 +165,10 @@ def test_app_login_with_subject_star_reaches_no_tenant_wide_trace(fresh_db, stor
 
 def test_http_refuses_a_reserved_subject(fresh_db, embedder):
     pytest.importorskip("fastapi")
-    from tests.http_server import door_settings, make_keys, running_door
+    from tests.http_server import make_keys, served_door
 
     keys = make_keys(fresh_db, embedder)
-    with app_login(fresh_db) as app_dsn, \
-            running_door(door_settings(app_dsn, fresh_db, embedder)) as door, \
+    with served_door(fresh_db, embedder) as door, \
             door.client(keys["acme"]) as c:
         r = c.post("/v1/memories", json={"content": "星号 star user", "subject": "*"})
         assert r.status_code == 400 and "reserved" in r.text, r.text

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.app_login import app_login
-from tests.http_server import door_process, door_settings, make_keys, running_door
+from tests.http_server import door_process, make_keys, served_door
 
 pytest.importorskip("fastapi")
 
@@ -32,8 +32,7 @@ def keys(module_db, embedder):
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder, ui=True)) as running:
+    with served_door(module_db, embedder, ui=True) as running:
         yield running
 
 
@@ -367,8 +366,7 @@ def test_approve_through_the_form_changes_the_review_item(door, keys, data, modu
 
 
 def test_ui_is_off_unless_asked(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder)) as plain:
+    with served_door(module_db, embedder) as plain:
         with plain.client() as c:
             assert c.get("/ui/login").status_code == 404
 

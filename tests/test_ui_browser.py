@@ -11,8 +11,7 @@ import zlib
 
 import pytest
 
-from tests.app_login import app_login
-from tests.http_server import door_settings, make_keys, running_door
+from tests.http_server import make_keys, served_door
 from tests.test_ui import EN, RULE, XSS, ZH, _propose
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -54,8 +53,7 @@ def keys(module_db, embedder):
 
 @pytest.fixture(scope="module")
 def door(module_db, embedder, keys):
-    with app_login(module_db) as app_dsn, \
-            running_door(door_settings(app_dsn, module_db, embedder, ui=True)) as running:
+    with served_door(module_db, embedder, ui=True) as running:
         yield running
 
 
