@@ -16,8 +16,9 @@ TEXT = Param("text", "str", "What the user said in this turn (the turn's text)."
              min_length=1, max_length=MAX_TURN_CHARS, argument=True)
 WAIT = Param("wait", "bool", "Wait for the extraction (true), or return at once (false): "
              "the turn is kept as said, searchable at once, and a background job extracts "
-             "and reconciles its facts; the result is the job's id (follow it with the job "
-             "tool or GET /v1/jobs/{job_id}).", True, flags=("--wait/--no-wait",))
+             "and reconciles its facts; the result is the job's id (follow it with "
+             "store.jobs.wait, `memdb jobs wait`, GET /v1/jobs/{job_id} or the MCP job tool).",
+             True, flags=("--wait/--no-wait",))
 
 REMEMBER = Operation(
     "remember", "Extract the facts worth remembering from a conversation turn (preferences, "
