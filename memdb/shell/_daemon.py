@@ -53,8 +53,10 @@ class _Out(io.RawIOBase):
 class _In(io.RawIOBase):
     """The client's stdin, read only when the command reads it (a prompt, or ``-``)."""
 
-    def __init__(self, conn: socket.socket, chunks: queue.Queue[bytes], tty: bool) -> None:
+    def __init__(self, conn: socket.socket, chunks: queue.Queue[bytes], tty: bool,
+                 interrupted: threading.Event) -> None:
         self._conn, self._chunks, self._tty = conn, chunks, tty
+        self._interrupted = interrupted
 
     def readable(self) -> bool:
         return True
@@ -68,6 +70,11 @@ class _In(io.RawIOBase):
         except OSError:
             return 0
         data = self._chunks.get()
+        if not data and self._interrupted.is_set():
+            # Ctrl-C while the command waits for stdin: the command is interrupted, as a cold
+            # one would be, rather than reading end-of-input (the SIGINT sent to the main
+            # thread may only be handled after the command has gone on with no input)
+            raise KeyboardInterrupt
         buffer[:len(data)] = data
         return len(data)
 
@@ -80,6 +87,7 @@ class _Command:
         self.conn, self.request = conn, request
         self.chunks: queue.Queue[bytes] = queue.Queue()
         self.running = threading.Event()
+        self.interrupted = threading.Event()
         self.lock = threading.Lock()
 
     def _read(self) -> None:
@@ -91,6 +99,7 @@ class _Command:
             if kind == w.IN:
                 self.chunks.put(data)
                 continue
+            self.interrupted.set()
             self.chunks.put(b"")  # Ctrl-C, or the client went away: no more stdin either
             with self.lock:
                 if self.running.is_set():  # a real SIGINT: it also ends a blocking wait
@@ -109,8 +118,9 @@ class _Command:
                                encoding=enc_out, errors="replace", line_buffering=True)
         err = io.TextIOWrapper(io.BufferedWriter(_Out(self.conn, w.ERR, tty_err)),
                                encoding=enc_err, errors="replace", line_buffering=True)
-        stdin = io.TextIOWrapper(io.BufferedReader(_In(self.conn, self.chunks, tty_in)),
-                                 encoding="utf-8", errors="surrogateescape")
+        stdin = io.TextIOWrapper(
+            io.BufferedReader(_In(self.conn, self.chunks, tty_in, self.interrupted)),
+            encoding="utf-8", errors="surrogateescape")
         code: Any = 0
         try:
             os.environ.clear()
