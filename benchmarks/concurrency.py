@@ -1,4 +1,4 @@
-"""Concurrent searches: the async store against the sync store on a thread pool (issue 15).
+"""Concurrent searches: the async store against the sync store on a thread pool.
 
 N clients (1, 8, 32, 64) issue searches at once from one asyncio program, as an agent service
 would: with ``AsyncMemoryStore`` each client awaits ``store.search``; with ``MemoryStore`` each

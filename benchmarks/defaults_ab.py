@@ -1,6 +1,6 @@
 """The search default on LoCoMo against an older revision's default, in one run.
 
-Issue 19's speed limit: the search DB time p95 of the chosen default stays within 1.5x of the
+The speed limit: the search DB time p95 of the chosen default stays within 1.5x of the
 hybrid of the revision the round started from, at the same k. This stores the LoCoMo turns
 once (as benchmarks/temporal_ab.py does, whose helpers it uses), installs the revision's
 (--ref) memdb.search_hybrid and memdb.temporal_boost under schema memdb_ref and this
@@ -42,7 +42,7 @@ from memdb.evaluation._scratch import scratch_database  # noqa: E402
 from memdb.retrieval.search import DEFAULT_OPTIONS  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "defaults_ab.json"
-# the default of the revisions before issue 19's round two (memdb/retrieval/search.py
+# the default of the revisions before the second round of default tuning (memdb/retrieval/search.py
 # DEFAULT_OPTIONS)
 OLD_DEFAULT = {"weights": {"vector": 0.5, "bm25": 1.0, "exact": 1.0}, "rrf_k": 5, "k1": 1.2,
                "b": 0.3}

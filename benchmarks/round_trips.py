@@ -1,4 +1,4 @@
-"""One round trip per search and per batch (issue 18): the data path before and after, in one run.
+"""One round trip per search and per batch: the data path before and after, in one run.
 
 Two worker processes on one server (embedded in a temporary MEMDB_HOME, or --dsn / $MEMDB_DSN):
 one runs memdb as of ``--before REV`` (checked out with ``git worktree add`` into a temporary
