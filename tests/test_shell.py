@@ -166,9 +166,12 @@ def test_ctrl_c_interrupts_the_command_in_the_daemon(home):
     ends as a cold one does ("Aborted!", exit 1), and the daemon serves the next command."""
     env = {**os.environ, "MEMDB_HOME": str(home), "MEMDB_KEEP_ALIVE": "30"}
     assert memdb(home, "count").returncode == 0
+    # SIGINT as a terminal gives it: a run started in the background (CI under nohup ... &)
+    # inherits it ignored, and Python then never raises KeyboardInterrupt
     proc = subprocess.Popen([sys.executable, "-m", "memdb.shell", "add", "-", "--subject", "x"],
                             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(3)  # the daemon now waits for stdin
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

@@ -198,6 +198,9 @@ def serve(path: Path) -> None:
     listener = _listen(path)
     idle = w.keep_alive()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # its only SIGINTs are a client's Ctrl-C, forwarded: they must interrupt the command even
+    # when the daemon was started from a shell that ignores SIGINT (a background job)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         while idle > 0:
             listener.settimeout(idle)
