@@ -64,6 +64,19 @@ def test_an_image_is_found_by_every_route_in_english_and_chinese(store, images, 
     assert _count(fresh_db, "SELECT count(*) FROM memdb.percepts") == 2
 
 
+@pytest.mark.parametrize(("fmt", "mime"), [("GIF", "image/gif"), ("TIFF", "image/tiff")])
+def test_gif_and_tiff_images_are_found_in_english_and_chinese(store, fmt, mime):
+    en = store.perceive(text_image(EN, size=36, fmt=fmt), subject=fmt, name="scan.bin")
+    zh = store.perceive(text_image(ZH, lang="zh", size=28, fmt=fmt), subject=fmt, name="扫描")
+    assert (en.mime, zh.mime) == (mime, mime)
+    assert "4280" in en.text and zh.text.replace(" ", "") == ZH
+    for query, want in (("invoice total", en.id), ("星期四的会议", zh.id)):
+        for routes in (("bm25",), ("vector",)):
+            hits = store.search(query, k=1, subject=fmt, routes=routes)
+            assert hits and hits[0].memory.id == want, (fmt, query, routes)
+            assert hits[0].memory.modality == "image"
+
+
 def test_exif_time_and_place_become_the_memorys_time(store, fresh_db):
     photo = text_image("登机口在十二号门", lang="zh", size=30, noisy=True,
                        exif=exif_bytes("2024:05:08 14:30:00", (31.2304, 121.4737)))

@@ -18,6 +18,7 @@ from memdb import MemoryStore
 from memdb.core.errors import MalformedFile, TooLarge, UnsupportedFormat
 from memdb.families.jobs import Worker
 from memdb.write.perceive import Transcriber, TranscriptionFailed
+from tests.audio_factory import m4a, mp3, ogg
 from tests.canned_openai import TRANSCRIPTIONS, CannedOpenAI, Status, Transcription
 
 EN = Transcription([(0.0, 2.4, "The quarterly budget review moved to Friday."),
@@ -76,6 +77,29 @@ def test_a_transcribed_recording_is_found_in_english_and_chinese_with_its_times(
     again = store.perceive(wav(5.1, 1), subject="alice", transcribe=heard)
     assert (again.id, again.outcome, again.state) == (en.id, "duplicate", "ok")
     assert _count(fresh_db, "SELECT count(*) FROM memdb.percepts") == 2
+
+
+@pytest.mark.parametrize(("fmt", "make", "mime", "seconds"), [
+    ("mp3", lambda n: mp3(200 + n), "audio/mpeg", (5.213, 5.239)),
+    ("ogg", lambda n: ogg(6.25, tag=bytes([n])), "audio/ogg", (6.25, 6.25)),
+    ("m4a", lambda n: m4a(7.5, tag=bytes([n])), "audio/mp4", (7.5, 7.5)),
+])
+def test_mp3_ogg_and_m4a_recordings_are_transcribed_and_found(store, fmt, make, mime, seconds):
+    """Each format by its content (named .bin), its duration from its header, its transcript
+    found in English and Chinese."""
+    with CannedOpenAI(transcripts=[EN, ZH]) as api:
+        heard = Transcriber(api.base_url, model="whisper-canned", api_key="sk-audio")
+        got = [store.perceive(make(n), subject=fmt, name=f"meeting-{n}.bin", transcribe=heard)
+               for n in (0, 1)]
+        sent = [r for r in api.requests if r["path"] == TRANSCRIPTIONS]
+    assert [r["body"]["file"]["sha256"] for r in sent] == [g.sha256 for g in got]
+    assert [(g.modality, g.mime, g.state) for g in got] == [("audio", mime, "ok")] * 2
+    assert tuple(g.duration_s for g in got) == seconds
+    for query, want in (("quarterly budget review", got[0].id), ("仓库库存报告", got[1].id)):
+        for routes in (("bm25",), ("vector",)):
+            hits = store.search(query, k=1, subject=fmt, routes=routes)
+            assert hits and hits[0].memory.id == want, (fmt, query, routes)
+            assert hits[0].memory.modality == "audio"
 
 
 def test_a_failing_endpoint_writes_nothing(store, fresh_db):
@@ -139,11 +163,10 @@ def test_without_an_endpoint_it_is_kept_not_transcribed_then_the_job_transcribes
 
 
 def test_formats_by_content_and_hostile_recordings_refused(store, fresh_db, tmp_path):
-    frame = b"\xff\xfb\x90\x64" + b"\x00" * 413  # MPEG-1 layer III, 128 kb/s, 44.1 kHz
     lying = tmp_path / "song.png"  # an MP3 whose name says PNG
-    lying.write_bytes(frame * 200)
-    mp3 = store.perceive(lying, subject="carol", transcribe=False)
-    assert (mp3.modality, mp3.mime, mp3.duration_s) == ("audio", "audio/mpeg", 5.213)
+    lying.write_bytes(mp3(200))
+    song = store.perceive(lying, subject="carol", transcribe=False)
+    assert (song.modality, song.mime, song.duration_s) == ("audio", "audio/mpeg", 5.213)
     # a WAV whose header claims 74 hours, in a few kilobytes: refused by its duration
     claims = bytearray(wav(0.1, 6))
     at = claims.find(b"data")
