@@ -414,7 +414,7 @@ def test_http_wrong_or_missing_key_is_401_and_never_echoed(served: Served) -> No
 
 
 def test_http_with_memdb_api_keys(module_db: str, embedder: Any) -> None:
-    keys = pytest.importorskip("memdb.keys")
+    from memdb.families import keys
     live = keys.create_key(module_db, tenant="keyed_mcp", subject="yuki", name="mcp test")
     revoked = keys.create_key(module_db, tenant="keyed_mcp")
     keys.revoke_key(module_db, revoked.info.key_id)
