@@ -5,7 +5,7 @@
 -- transaction's notifications collapse into one). With p_idempotency_key, a job of the same
 -- tenant, kind and key is returned instead (created false) whatever its state.
 -- Backpressure: when the tenant already has p_max_pending jobs not finished (queued, failed
--- or running) a new one is refused with SQLSTATE MD002 (memdb.core.errors.QueueFull). Concurrent
+-- or running) a new one is refused with SQLSTATE MD002 (memdb.families.jobs.QueueFull). Concurrent
 -- enqueues of one tenant may pass the bound by their number; it is never unbounded.
 -- Example: SELECT * FROM memdb.enqueue_job('acme', 'noop', '{}');
 CREATE OR REPLACE FUNCTION memdb.enqueue_job(
