@@ -299,3 +299,26 @@ def test_in_process_worker_of_a_store(stores, effects):
         assert all(acme.jobs.wait(j.id, timeout=10).state == "done" for j in jobs)
     assert globex.jobs.get(other.id).state == "queued"  # this store's tenant only
     assert len(_effects(effects, "acme")) == 5
+
+
+def test_a_store_confined_to_a_subject_sees_only_its_subjects_jobs(stores, fresh_db, embedder):
+    """memdb.jobs is tenant-wide; a payload holds what a subject said (remember's turn), so a
+    store confined to a subject (a key bound to one) reads only the jobs naming it."""
+    acme, _ = stores
+    alice = acme.remember("我对花生过敏。I am allergic to peanuts.", subject="alice", wait=False)
+    tenant_wide = acme.jobs.enqueue("test.write", {"note": "no subject"})
+    with MemoryStore(fresh_db, tenant="acme", subject="bob", embedder=embedder,
+                     gate=None) as bob:
+        own = bob.remember("Bob 喜欢乌龙茶。Bob likes oolong tea.", wait=False)
+        assert [str(j.id) for j in bob.jobs.list()] == [str(own.job_id)]
+        assert bob.jobs.get(own.job_id).payload["subject"] == "bob"
+        for other in (alice.job_id, tenant_wide.id):
+            with pytest.raises(NotFound):
+                bob.jobs.get(other)
+            with pytest.raises(NotFound):
+                bob.jobs.cancel(other)
+        made = bob.jobs.enqueue("test.write", {"note": "bob's own, no subject"})
+        assert made.state == "queued"  # enqueue returns the job it made
+    assert acme.jobs.get(alice.job_id).state == "queued"  # the refused cancel changed nothing
+    assert {str(j.id) for j in acme.jobs.list()} >= {str(alice.job_id), str(tenant_wide.id),
+                                                    str(own.job_id)}

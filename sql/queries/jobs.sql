@@ -5,8 +5,12 @@
 SELECT * FROM memdb.enqueue_job(%(tenant)s, %(kind)s, %(payload)s, %(idempotency_key)s,
                                 %(run_after)s, %(max_attempts)s, %(max_pending)s);
 
+-- A store confined to a subject (a key bound to one) sees only the jobs whose payload names
+-- that subject (its "subject", or its ingestion "options"' subject): memdb.jobs is
+-- tenant-wide, and a payload holds what was said (remember's turn, a queued document).
 -- name: get_job
-SELECT * FROM memdb.jobs WHERE tenant = %(tenant)s AND id = %(id)s;
+SELECT * FROM memdb.jobs WHERE tenant = %(tenant)s AND id = %(id)s
+  AND (%(subject)s::text IS NULL OR coalesce(payload->>'subject', payload->'options'->>'subject') = %(subject)s::text);
 
 -- name: list_jobs
 -- newest first; state and kind optional
@@ -14,12 +18,9 @@ SELECT * FROM memdb.jobs
 WHERE tenant = %(tenant)s
   AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
+  AND (%(subject)s::text IS NULL OR coalesce(payload->>'subject', payload->'options'->>'subject') = %(subject)s::text)
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
-
--- name: job_states
--- the state of each job of a list (wait)
-SELECT id, state FROM memdb.jobs WHERE tenant = %(tenant)s AND id = ANY (%(ids)s::uuid[]);
 
 -- name: job_stats
 -- queue depth by state, the age of the oldest due job, and the last hour's throughput

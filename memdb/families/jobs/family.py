@@ -73,14 +73,17 @@ class Jobs(ScheduleMethods, Family):
                     max_attempts=max_attempts, max_pending=self.max_pending)
         if conn is not None:
             job_id, _ = enqueue(conn, self._core.tenant, kind, payload, **args)
-            return self._get(conn, job_id)
+            return self._get(conn, job_id, confined=False)
         with queue_errors(), self._core.transaction() as tx:
             job_id, _ = enqueue(tx, self._core.tenant, kind, payload, **args)
-            return self._get(tx, job_id)
+            return self._get(tx, job_id, confined=False)
 
-    def _get(self, conn: Any, job_id: UUID) -> Job:
-        row = conn.execute(sql.query("get_job"),
-                           {"tenant": self._core.tenant, "id": job_id}).fetchone()
+    def _get(self, conn: Any, job_id: UUID, *, confined: bool = True) -> Job:
+        """The job; ``confined``: as the store's subject may see it (enqueue returns the job
+        just made whatever its payload names)."""
+        subject = self._core.subject if confined else None
+        row = conn.execute(sql.query("get_job"), {"tenant": self._core.tenant, "id": job_id,
+                                                  "subject": subject}).fetchone()
         if row is None:
             raise NotFound(f"no job {job_id} in this tenant")
         return Job.from_row(row)
@@ -93,7 +96,8 @@ class Jobs(ScheduleMethods, Family):
 
     def list(self, *, state: str | None = None, kind: str | None = None,
              limit: int = 50) -> list[Job]:
-        """The tenant's jobs, newest first; ``state`` / ``kind``: only those."""
+        """The tenant's jobs, newest first; ``state`` / ``kind``: only those. A store confined
+        to a subject sees only the jobs whose payload names its subject (so does get)."""
         if state is not None and state not in STATES:
             raise InvalidInput(f"state must be one of {STATES}, got {state!r}")
         if kind is not None:
@@ -102,7 +106,7 @@ class Jobs(ScheduleMethods, Family):
         with self._core.transaction() as conn:
             rows = conn.execute(sql.query("list_jobs"), {
                 "tenant": self._core.tenant, "state": state, "kind": kind,
-                "limit": limit}).fetchall()
+                "subject": self._core.subject, "limit": limit}).fetchall()
         return [Job.from_row(r) for r in rows]
 
     def wait(self, id: UUID | str, *, timeout: float = 60.0) -> Job:
@@ -137,6 +141,7 @@ class Jobs(ScheduleMethods, Family):
 
     def _change(self, query: str, job_id: UUID) -> Job:
         with queue_errors(), self._core.transaction() as conn:
+            self._get(conn, job_id)  # NotFound for a job the store may not see
             row = conn.execute(sql.query(query),
                                {"tenant": self._core.tenant, "id": job_id}).fetchone()
             if row["state"] is None:
