@@ -68,3 +68,22 @@ def test_http_jobs_of_the_keys_tenant_only(door, module_db, embedder):
         assert b.get("/v1/jobs").json()["items"] == []
     with running.client(None) as anonymous:
         assert anonymous.get("/v1/jobs").status_code == 401
+
+
+def test_http_a_key_bound_to_a_subject_reads_its_subjects_jobs_only(door, module_db, embedder):
+    running, keys = door
+    with MemoryStore(module_db, tenant="acme", embedder=embedder, gate=None) as acme:
+        bob = acme.remember("Bob 的银行卡密码藏在抽屉里。Bob hides his PIN in a drawer.",
+                            subject="bob", wait=False)
+    with running.client(keys["alice"]) as alice:
+        r = alice.post("/v1/remember", json={"wait": False, "messages": [
+            {"role": "user", "content": "我喜欢绿茶。I like green tea."}]})
+        assert r.status_code == 202, r.text
+        own = r.json()["job_id"]
+        listed = [j["id"] for j in alice.get("/v1/jobs").json()["items"]]
+        assert listed == [own]
+        other = alice.get(f"/v1/jobs/{bob.job_id}")
+        assert other.status_code == 404 and "PIN" not in other.text and "抽屉" not in other.text
+    with running.client(keys["acme"]) as team:  # the tenant-wide key still sees both
+        listed = {j["id"] for j in team.get("/v1/jobs").json()["items"]}
+        assert {own, str(bob.job_id)} <= listed
