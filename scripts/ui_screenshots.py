@@ -42,8 +42,8 @@ def main() -> int:
 
     from memdb import MemoryAdmin, MemoryStore
     from memdb import demo as demo_data
-    from memdb.http import ServerSettings, create_app
     from memdb.families.keys import create_key, revoke_key
+    from memdb.http import ServerSettings, create_app
 
     with MemoryStore(args.dsn, tenant="demo") as store:
         demo_data.run(store)
