@@ -39,6 +39,7 @@ from memdb.core.validate import (
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     MAX_NAME_CHARS,
+    RESERVED_NAMES,
 )
 from memdb.retrieval.search import ROUTES
 from memdb.write.importance import score_importance
@@ -216,6 +217,11 @@ def ok_name(value: object) -> bool:
     return ok_text(value, MAX_NAME_CHARS, blank_ok=False)
 
 
+def ok_scope_name(value: object) -> bool:
+    """A subject or agent name: a name that is not one memdb reserves ('*')."""
+    return ok_name(value) and value not in RESERVED_NAMES
+
+
 def _walk(value: Any) -> Iterator[Any]:
     stack = [value]
     while stack:
@@ -325,6 +331,10 @@ def add_args(text: st.SearchStrategy, meta: st.SearchStrategy, num: st.SearchStr
                    extra={"importance": 5.30795510035176e-227}))  # underflows real
 @example(args=dict(content="0", subject="0", tags=None, metadata=None, source_id=None,
                    extra={"importance": 1e-45, "confidence": 1e-40}))  # subnormal real
+@example(args=dict(content="0", subject="*", tags=None, metadata=None, source_id=None,
+                   extra={}))  # '*' is reserved: refused, typed
+@example(args=dict(content="0", subject="0", tags=None, metadata=None, source_id=None,
+                   extra={"agent": "*"}))
 def test_add_round_trips_or_fails_typed(ps, praw, args):
     content, subject, tags, metadata, source_id, extra = (
         args["content"], args["subject"], args["tags"], args["metadata"], args["source_id"],
@@ -367,13 +377,16 @@ def test_add_round_trips_or_fails_typed(ps, praw, args):
 
 
 def _add_expected(content, subject, tags, metadata, source_id, extra) -> bool | None:
-    checks = [ok_text(content, MAX_CONTENT_CHARS, blank_ok=False), ok_name(subject),
+    checks = [ok_text(content, MAX_CONTENT_CHARS, blank_ok=False), ok_scope_name(subject),
               tags is None or all(ok_name(t) for t in tags),
               source_id is None or ok_text(source_id, 1024)]
     for key, limit in (("agent", None), ("created_by", None), ("norm_key", 1024),
                        ("search_context", MAX_CONTENT_CHARS)):
         if key in extra:
-            checks.append(ok_name(extra[key]) if limit is None else ok_text(extra[key], limit))
+            if key == "agent":
+                checks.append(ok_scope_name(extra[key]))
+            else:
+                checks.append(ok_name(extra[key]) if limit is None else ok_text(extra[key], limit))
     for key in ("importance", "confidence"):
         if key in extra:
             x = extra[key]
