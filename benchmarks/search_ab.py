@@ -95,7 +95,9 @@ def call(conn: psycopg.Connection, schema: str, route: str, q: Query, scoped: bo
 def _stats(ms: list[float]) -> dict:
     a = np.asarray(ms)
     return {"p50": round(float(np.percentile(a, 50)), 2),
-            "p95": round(float(np.percentile(a, 95)), 2), "mean": round(float(a.mean()), 2)}
+            "p95": round(float(np.percentile(a, 95)), 2),
+            "p99": round(float(np.percentile(a, 99)), 2), "max": round(float(a.max()), 2),
+            "mean": round(float(a.mean()), 2)}
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -120,6 +120,34 @@ def test_exact_route_single_characters(raw):
     assert [r[0] for r in raw.execute(bm25, ("茶",))] == [b]
 
 
+def test_exact_route_skips_short_phrases_of_stop_words_only(raw):
+    """A phrase of up to four English stop words is not searched as a substring ('%the i%' is
+    in 'the idea' and 'the invoice': it ranks most memories by length, and reading them was the
+    exact route's tail); a fifth word, one content word, a CJK character, an emoji or a symbol
+    brings the route back, with the same rows as before."""
+    a, b, c = add(raw, [{"content": "The idea was a to-do list in a notebook"},
+                        {"content": "It is what it is, 就这样吧"},
+                        {"content": "the invoice: 100% paid 🍵"}])
+    exact = "SELECT id FROM memdb.search_exact('default', %s, 10) ORDER BY score DESC, id"
+    for q in ("The i", "a to", "it is what", "IT IS, what it", "don't", "the the we", "a in a"):
+        assert raw.execute(exact, (q,)).fetchall() == [], q
+    assert [r[0] for r in raw.execute(exact, ("it is what it is",))] == [b]
+    assert [r[0] for r in raw.execute(exact, ("IT is What it IS",))] == [b]
+    assert [r[0] for r in raw.execute(exact, ("the idea",))] == [a]
+    assert [r[0] for r in raw.execute(exact, ("the invoice",))] == [c]
+    assert [r[0] for r in raw.execute(exact, ("is, 就",))] == [b]
+    assert [r[0] for r in raw.execute(exact, ("% paid 🍵",))] == [c]
+    assert {r[0] for r in raw.execute(exact, ("%",))} == {c}
+
+
+def test_stop_word_phrase_is_still_answered_by_the_vector_route(store: MemoryStore):
+    store.add("It is what it is, said Bob about the weather")
+    store.add("张三喜欢喝绿茶")
+    hits = store.search("it is what", k=5)
+    assert len(hits) == 2 and all(h.details["vector_rank"] is not None for h in hits)
+    assert all(h.details["exact_rank"] is None and h.details["bm25_rank"] is None for h in hits)
+
+
 # -- system boost: never past a memory that beats the rule on every route -----------------------
 def _hybrid(raw, query: str, embedding, options: dict | None = None) -> list[tuple]:
     return raw.execute(

@@ -5,7 +5,13 @@
 -- trigram index. score = length(query) / length(content): 1 for a memory that is the query.
 -- A blank query returns nothing, and so does a one-character letter, digit or CJK character
 -- (it would match most memories; the BM25 route finds it as a word); any other single
--- character, such as an emoji (🍵) or '%', is searched like a longer query.
+-- character, such as an emoji (🍵) or '%', is searched like a longer query. Nor does a short
+-- phrase of English stop words only, up to four words ('the i', 'a to', 'of from a': ASCII
+-- words that the keyword analyzer drops, so memdb.query_terms() is empty): as a substring it
+-- is in a large share of all memories ('%the i%' is in 'the idea', 'the invoice', ...) and the
+-- route would rank them by length alone, reading every row that holds each of its words to do
+-- it (186 ms for 'the i' over 100,000 memories; docs/performance.md). The vector route still
+-- answers it. Longer ones ('it is what it is', 'to be or not to be') are searched.
 -- A query of three or more words searches the trigram index for its two longest distinct words
 -- of five or more characters only (each a substring of the query, so every memory holding the
 -- query holds them) and tests the whole query on those rows: the index no longer intersects
@@ -34,7 +40,9 @@ BEGIN
     p_filter := memdb.confine(p_tenant, p_filter);
     IF p_filter IS NULL OR q = ''
        OR (length(q) = 1
-           AND q ~ '[[:alnum:]\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]') THEN
+           AND q ~ '[[:alnum:]\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]')
+       OR (q ~ '^[a-z'' ,.;:!?-]+$' AND q ~ '[a-z]' AND memdb.query_terms(q) = '{}'
+           AND (SELECT count(*) FROM regexp_matches(q, '[a-z'']+', 'g')) <= 4) THEN
         RETURN;
     END IF;
     SELECT array_agg(w.word ORDER BY length(w.word) DESC, w.word), sum(w.n)
