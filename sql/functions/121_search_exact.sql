@@ -41,8 +41,9 @@ BEGIN
     IF p_filter IS NULL OR q = ''
        OR (length(q) = 1
            AND q ~ '[[:alnum:]\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]')
-       OR (q ~ '^[a-z'' ,.;:!?-]+$' AND q ~ '[a-z]' AND memdb.query_terms(q) = '{}'
-           AND (SELECT count(*) FROM regexp_matches(q, '[a-z'']+', 'g')) <= 4) THEN
+       OR (q ~ '^[a-z'' ,.;:!?-]+$' AND q ~ '[a-z]'
+           AND q !~ '([a-z'']+[^a-z'']+){4}[a-z'']'  -- at most four words
+           AND memdb.query_terms(q) = '{}') THEN
         RETURN;
     END IF;
     SELECT array_agg(w.word ORDER BY length(w.word) DESC, w.word), sum(w.n)
