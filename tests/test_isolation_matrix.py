@@ -74,9 +74,10 @@ EXPECTED: dict[str, dict[str, str]] = {
     "entity_relations": OWN,
     "item_vectors": OWN,
     "percepts": OWN,
-    # revision 0021: the job queue is per tenant (no subject); jobs are never deleted by the
-    # application role (they finish or are cancelled)
-    "jobs": {"read": "T / T / 0", "insert": "T / T / 0", "update": "T / T / 0",
+    # revision 0021: the job queue, per tenant; 0024: per subject, the one its payload names
+    # (a generated column); jobs are never deleted by the application role (they finish or are
+    # cancelled)
+    "jobs": {"read": "T / S / 0", "insert": "T / S / 0", "update": "T / S / 0",
              "delete": DENIED},
     # revision 0023: schedules of recurring jobs, per tenant; a tenant removes its own
     "job_schedules": {"read": "T / T / 0", "insert": "T / T / 0", "update": "T / T / 0",
@@ -295,7 +296,11 @@ def _probe(conn, admin, table: str, info: dict, setting: str) -> dict[str, str]:
     if _has(info, "tenant"):
         foreign.append({**own_row[0], "tenant": TENANTS[1]})
     if setting == "subject" and _has(info, "subject"):
-        foreign.append({**own_row[0], "subject": SUBJECTS[1]})
+        if "subject" in info["copy"]:
+            foreign.append({**own_row[0], "subject": SUBJECTS[1]})
+        else:  # generated from the payload (jobs): another subject's payload
+            payload = {**own_row[0]["payload"], "subject": SUBJECTS[1]}
+            foreign.append({**own_row[0], "payload": payload})
     foreign_status = {_try(conn, insert, (Jsonb(row),))[0] for row in foreign}
     if own_status == "denied":
         out["insert"] = "✗"
@@ -331,7 +336,10 @@ def _probe(conn, admin, table: str, info: dict, setting: str) -> dict[str, str]:
     # and an update cannot move the caller's rows out of its scope
     if out["update"] in ("T", "S"):
         column = "tenant" if setting == "tenant" else "subject"
-        if _has(info, column):
+        if _has(info, column) and column not in info["copy"]:  # generated from the payload
+            moved = _try(conn, sql.SQL("UPDATE {} SET payload = payload || %s").format(t),
+                         (Jsonb({column: SUBJECTS[1]}),))[0]
+        elif _has(info, column):
             moved = _try(conn, sql.SQL("UPDATE {} SET {} = %s").format(t, sql.Identifier(column)),
                          (TENANTS[1] if column == "tenant" else SUBJECTS[1],))[0]
             if moved != "refused":

@@ -302,11 +302,14 @@ def test_in_process_worker_of_a_store(stores, effects):
 
 
 def test_a_store_confined_to_a_subject_sees_only_its_subjects_jobs(stores, fresh_db, embedder):
-    """memdb.jobs is tenant-wide; a payload holds what a subject said (remember's turn), so a
-    store confined to a subject (a key bound to one) reads only the jobs naming it."""
+    """A payload holds what a subject said (remember's turn), so a job belongs to the subject
+    its payload names (memdb.jobs.subject) and row-level security keeps it from the others:
+    a store confined to a subject (a key bound to one) reads, cancels and enqueues only its
+    subject's jobs; the tenant's store sees them all."""
     acme, _ = stores
     alice = acme.remember("我对花生过敏。I am allergic to peanuts.", subject="alice", wait=False)
     tenant_wide = acme.jobs.enqueue("test.write", {"note": "no subject"})
+    assert (acme.jobs.get(alice.job_id).subject, tenant_wide.subject) == ("alice", None)
     with MemoryStore(fresh_db, tenant="acme", subject="bob", embedder=embedder,
                      gate=None) as bob:
         own = bob.remember("Bob 喜欢乌龙茶。Bob likes oolong tea.", wait=False)
@@ -317,8 +320,57 @@ def test_a_store_confined_to_a_subject_sees_only_its_subjects_jobs(stores, fresh
                 bob.jobs.get(other)
             with pytest.raises(NotFound):
                 bob.jobs.cancel(other)
+            with pytest.raises(NotFound):
+                bob.jobs.retry(other)
         made = bob.jobs.enqueue("test.write", {"note": "bob's own, no subject"})
-        assert made.state == "queued"  # enqueue returns the job it made
+        assert (made.state, made.subject, made.payload) == (
+            "queued", "bob", {"note": "bob's own, no subject", "subject": "bob"})
+        with pytest.raises(Forbidden, match="confined to subject 'bob'"):
+            bob.jobs.enqueue("test.write", {"note": "for alice", "subject": "alice"})
+        with pytest.raises(Forbidden):
+            bob.jobs.enqueue("documents.ingest", {"options": {"subject": "alice"}})
+        assert bob.jobs.stats()["queued"] == 2  # bob's two, not the tenant's four
     assert acme.jobs.get(alice.job_id).state == "queued"  # the refused cancel changed nothing
-    assert {str(j.id) for j in acme.jobs.list()} >= {str(alice.job_id), str(tenant_wide.id),
-                                                    str(own.job_id)}
+    assert {str(j.id) for j in acme.jobs.list()} == {str(alice.job_id), str(tenant_wide.id),
+                                                    str(own.job_id), str(made.id)}
+    assert acme.jobs.stats()["queued"] == 4
+
+
+def test_a_subject_is_bounded_by_its_tenants_queue_and_keys(stores, fresh_db, embedder):
+    """The bound of unfinished jobs is the tenant's even for a store that sees only its
+    subject's jobs; an idempotency key another subject's job holds is a Conflict, not that
+    job (which the caller may not see)."""
+    acme, _ = stores
+    acme.jobs.enqueue("test.write", {"subject": "alice"}, idempotency_key="k1")
+    acme.jobs.enqueue("test.write", {"subject": "alice"})
+    with MemoryStore(fresh_db, tenant="acme", subject="bob", embedder=embedder,
+                     gate=None) as bob:
+        with pytest.raises(Conflict, match="another subject"):
+            bob.jobs.enqueue("test.write", {"note": "x"}, idempotency_key="k1")
+        bob.jobs.max_pending = 2
+        with pytest.raises(QueueFull):
+            bob.jobs.enqueue("test.write", {"note": "over the tenant's bound"})
+        assert bob.jobs.list() == []
+    assert len(acme.jobs.list()) == 2
+
+
+def test_sql_role_with_a_subject_set_reads_only_that_subjects_jobs(stores, fresh_db):
+    """The same through raw SQL as a real application login (no DAL): memdb.subject set
+    narrows memdb.jobs to that subject; memdb.pending_jobs counts only the caller's tenant."""
+    from tests.app_login import app_login
+
+    acme, _ = stores
+    a = acme.jobs.enqueue("test.write", {"subject": "alice", "note": "alice's turn"})
+    acme.jobs.enqueue("test.write", {"subject": "bob"})
+    acme.jobs.enqueue("test.write", {"note": "tenant-wide"})
+    with app_login(fresh_db) as dsn, psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('memdb.tenant', 'acme', true), "
+                     "set_config('memdb.subject', 'alice', true)")
+        rows = conn.execute("SELECT id, subject FROM memdb.jobs").fetchall()
+        assert rows == [(a.id, "alice")]
+        assert conn.execute("SELECT memdb.pending_jobs('acme', 100)").fetchone()[0] == 3
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT memdb.pending_jobs('globex', 100)")
+        conn.rollback()
+        conn.execute("SELECT set_config('memdb.tenant', 'acme', true)")
+        assert len(conn.execute("SELECT id FROM memdb.jobs").fetchall()) == 3

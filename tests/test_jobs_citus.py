@@ -12,7 +12,8 @@ import psycopg
 import pytest
 
 from memdb import MemoryStore
-from memdb.families.jobs import Registry, Worker
+from memdb.core.errors import Forbidden, NotFound
+from memdb.families.jobs import QueueFull, Registry, Worker
 
 pytestmark = pytest.mark.citus
 TENANTS = ("acme", "globex", "initech", "umbrella")
@@ -68,6 +69,28 @@ def test_jobs_live_on_their_tenants_shard_and_workers_claim_across_nodes(cluster
             jobs = store.jobs.list()
             assert {j.id for j in jobs} == set(ids[tenant])
             assert {(j.state, j.result["tenant"]) for j in jobs} == {("done", tenant)}
+
+
+def test_a_subjects_jobs_are_confined_to_it_on_the_cluster(cluster_db, embedder):
+    """Revision 0024 on Citus: the generated subject column and the subject policy reach the
+    shards; a store confined to a subject sees and enqueues only its subject's jobs, and the
+    tenant's bound still counts the whole tenant's queue."""
+    with MemoryStore(cluster_db, tenant="acme", embedder=embedder, gate=None) as acme:
+        alice = acme.jobs.enqueue("test.citus", {"subject": "alice", "text": "爱丽丝的话"})
+        acme.jobs.enqueue("test.citus", {"note": "the whole tenant's"})
+        with MemoryStore(cluster_db, tenant="acme", subject="bob", embedder=embedder,
+                         gate=None) as bob:
+            own = bob.jobs.enqueue("test.citus", {"note": "bob's"})
+            assert own.subject == "bob"
+            assert [j.id for j in bob.jobs.list()] == [own.id]
+            with pytest.raises(NotFound):
+                bob.jobs.get(alice.id)
+            with pytest.raises(Forbidden):
+                bob.jobs.enqueue("test.citus", {"subject": "alice"})
+            bob.jobs.max_pending = 3
+            with pytest.raises(QueueFull):
+                bob.jobs.enqueue("test.citus", {"note": "a fourth"})
+        assert {j.subject for j in acme.jobs.list()} == {"alice", "bob", None}
 
 
 @pytest.fixture

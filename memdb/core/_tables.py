@@ -429,6 +429,10 @@ jobs = sa.Table(
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
     sa.Column("finished_at", TS),
+    # revision 0024: the subject the payload names (row-level security by subject)
+    sa.Column("subject", sa.Text, sa.Computed(
+        "COALESCE((payload ->> 'subject'::text), (payload #>> '{options,subject}'::text[]))",
+        persisted=True)),
     sa.PrimaryKeyConstraint("tenant", "id", name="jobs_pkey"),
     sa.UniqueConstraint("tenant", "kind", "idempotency_key", name="jobs_idempotency_key"),
     sa.Index("jobs_claimable_idx", "tenant", "run_after", "id",

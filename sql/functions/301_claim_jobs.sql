@@ -88,7 +88,9 @@ BEGIN
                     run_after = now() + make_interval(secs => p_lease_seconds),
                     updated_at = now()
                 WHERE j.tenant = v_tenant AND j.id = r.id
-                RETURNING j.*;
+                RETURNING j.tenant, j.id, j.kind, j.payload, j.state, j.attempts, j.max_attempts,
+                          j.run_after, j.locked_by, j.locked_until, j.last_error, j.result,
+                          j.idempotency_key, j.created_at, j.updated_at, j.finished_at;
             v_taken := v_taken + 1;
         END LOOP;
     END LOOP;

@@ -15,7 +15,10 @@ RETURNS TABLE (
     updated_at timestamptz, finished_at timestamptz)
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT * FROM memdb.jobs j
+    SELECT j.tenant, j.id, j.kind, j.payload, j.state, j.attempts, j.max_attempts, j.run_after,
+           j.locked_by, j.locked_until, j.last_error, j.result, j.idempotency_key, j.created_at,
+           j.updated_at, j.finished_at
+    FROM memdb.jobs j
     WHERE j.tenant = p_tenant AND j.id = p_id AND j.state = 'running'
       AND j.locked_by = p_worker
     FOR UPDATE

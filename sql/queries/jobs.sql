@@ -5,12 +5,10 @@
 SELECT * FROM memdb.enqueue_job(%(tenant)s, %(kind)s, %(payload)s, %(idempotency_key)s,
                                 %(run_after)s, %(max_attempts)s, %(max_pending)s);
 
--- A store confined to a subject (a key bound to one) sees only the jobs whose payload names
--- that subject (its "subject", or its ingestion "options"' subject): memdb.jobs is
--- tenant-wide, and a payload holds what was said (remember's turn, a queued document).
+-- A store confined to a subject (a key bound to one) sees only its subject's jobs: row-level
+-- security (memdb.jobs.subject, revision 0024), like its memories.
 -- name: get_job
-SELECT * FROM memdb.jobs WHERE tenant = %(tenant)s AND id = %(id)s
-  AND (%(subject)s::text IS NULL OR coalesce(payload->>'subject', payload->'options'->>'subject') = %(subject)s::text);
+SELECT * FROM memdb.jobs WHERE tenant = %(tenant)s AND id = %(id)s;
 
 -- name: list_jobs
 -- newest first; state and kind optional
@@ -18,7 +16,6 @@ SELECT * FROM memdb.jobs
 WHERE tenant = %(tenant)s
   AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
-  AND (%(subject)s::text IS NULL OR coalesce(payload->>'subject', payload->'options'->>'subject') = %(subject)s::text)
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -26,15 +27,31 @@ class PermanentFailure(Exception):
     is dead at once, with this error as its last_error, instead of being retried."""
 
 
+def payload_subject(payload: Any) -> str | None:
+    """The subject a payload names, as memdb.jobs.subject is generated from it: its
+    ``subject``, else its ``options``' subject (a document ingestion); None if neither."""
+    if not isinstance(payload, dict):
+        return None
+    for value in (payload.get("subject"),
+                  (payload.get("options") or {}).get("subject")
+                  if isinstance(payload.get("options"), dict) else None):
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return None
+
+
 @dataclass(frozen=True)
 class Job:
     """One job (a row of memdb.jobs). ``state``: queued, running, done, failed (an attempt
     failed; due again at ``run_after``), dead (attempts used up; ``last_error`` says why) or
-    cancelled. ``result``: what the handler returned (done jobs)."""
+    cancelled. ``result``: what the handler returned (done jobs). ``subject``: the subject
+    its payload names (None: a job of the whole tenant); only that subject's stores, and the
+    tenant's, see it."""
 
     tenant: str
     id: UUID
     kind: str
+    subject: str | None
     payload: dict[str, Any]
     state: str
     attempts: int
@@ -56,7 +73,11 @@ class Job:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Job:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+        """From a row of memdb.jobs, or of claim_jobs / start_job (their shape has no
+        ``subject``: it is the payload's, as the column is generated)."""
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "subject"}
+        subject = row["subject"] if "subject" in row else payload_subject(row["payload"])
+        return cls(subject=subject, **fields)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (ids and dates as strings)."""

@@ -54,7 +54,9 @@ class Jobs(ScheduleMethods, Family):
         before then. ``max_attempts`` (1-100): failed attempts before it is dead.
         ``conn``: enqueue inside this transaction of the store's tenant (e.g. with the write
         it follows up: both commit or neither). :class:`~memdb.families.jobs.QueueFull` when the
-        tenant already has :attr:`max_pending` unfinished jobs."""
+        tenant already has :attr:`max_pending` unfinished jobs. A store confined to a subject
+        enqueues that subject's jobs: a payload naming no subject gets ``"subject"`` set to it,
+        one naming another subject is :class:`~memdb.core.errors.Forbidden`."""
         check_kind(kind)
         if payload is not None and not isinstance(payload, dict):
             raise InvalidInput("a job's payload is a JSON object (dict)")
@@ -73,17 +75,15 @@ class Jobs(ScheduleMethods, Family):
                     max_attempts=max_attempts, max_pending=self.max_pending)
         if conn is not None:
             job_id, _ = enqueue(conn, self._core.tenant, kind, payload, **args)
-            return self._get(conn, job_id, confined=False)
+            return self._get(conn, job_id)
         with queue_errors(), self._core.transaction() as tx:
             job_id, _ = enqueue(tx, self._core.tenant, kind, payload, **args)
-            return self._get(tx, job_id, confined=False)
+            return self._get(tx, job_id)
 
-    def _get(self, conn: Any, job_id: UUID, *, confined: bool = True) -> Job:
-        """The job; ``confined``: as the store's subject may see it (enqueue returns the job
-        just made whatever its payload names)."""
-        subject = self._core.subject if confined else None
-        row = conn.execute(sql.query("get_job"), {"tenant": self._core.tenant, "id": job_id,
-                                                  "subject": subject}).fetchone()
+    def _get(self, conn: Any, job_id: UUID) -> Job:
+        """The job, as this transaction may see it (row-level security)."""
+        row = conn.execute(sql.query("get_job"), {"tenant": self._core.tenant,
+                                                  "id": job_id}).fetchone()
         if row is None:
             raise NotFound(f"no job {job_id} in this tenant")
         return Job.from_row(row)
@@ -97,7 +97,8 @@ class Jobs(ScheduleMethods, Family):
     def list(self, *, state: str | None = None, kind: str | None = None,
              limit: int = 50) -> list[Job]:
         """The tenant's jobs, newest first; ``state`` / ``kind``: only those. A store confined
-        to a subject sees only the jobs whose payload names its subject (so does get)."""
+        to a subject sees only its subject's jobs (row-level security; so do get, wait,
+        cancel, retry and stats)."""
         if state is not None and state not in STATES:
             raise InvalidInput(f"state must be one of {STATES}, got {state!r}")
         if kind is not None:
@@ -106,7 +107,7 @@ class Jobs(ScheduleMethods, Family):
         with self._core.transaction() as conn:
             rows = conn.execute(sql.query("list_jobs"), {
                 "tenant": self._core.tenant, "state": state, "kind": kind,
-                "subject": self._core.subject, "limit": limit}).fetchall()
+                "limit": limit}).fetchall()
         return [Job.from_row(r) for r in rows]
 
     def wait(self, id: UUID | str, *, timeout: float = 60.0) -> Job:
