@@ -42,6 +42,23 @@ def test_cli_jobs_and_worker(fresh_db, embedder):
     assert "test.cli" in text and "done" in text and str(bad.id) not in text
 
 
+def test_cli_jobs_as_a_subject(fresh_db, embedder):
+    """--as-subject confines `memdb jobs` by row-level security: a subject lists, reads and
+    cancels only its own jobs; the tenant sees each job's subject."""
+    with MemoryStore(fresh_db, tenant="acme", embedder=embedder, gate=None) as acme:
+        alice = acme.jobs.enqueue("test.cli", {"subject": "alice", "text": "爱丽丝"})
+        bob = acme.jobs.enqueue("test.cli", {"subject": "bob", "text": "bob"})
+    as_bob = ("--tenant", "acme", "--as-subject", "bob")
+    assert [j["id"] for j in ok_json(fresh_db, *as_bob, "jobs", "list")] == [str(bob.id)]
+    assert run(fresh_db, *as_bob, "jobs", "get", str(alice.id)).exit_code == 1
+    assert run(fresh_db, *as_bob, "jobs", "cancel", str(alice.id)).exit_code == 1
+    assert ok_json(fresh_db, *as_bob, "jobs", "stats")["queued"] == 1
+    text = run(fresh_db, "--tenant", "acme", "jobs", "list").output
+    assert "alice" in text and "bob" in text
+    assert ok_json(fresh_db, "--tenant", "acme", "jobs", "get", str(alice.id))["state"] == \
+        "queued"
+
+
 @pytest.fixture(scope="module")
 def door(module_db, embedder):
     keys = make_keys(module_db, embedder)

@@ -19,7 +19,8 @@ def _show(job: Job, as_json: bool) -> None:
     if as_json:
         emit_json(job.to_json())
         return
-    click.echo(f"{job.id}  {job.kind}  {job.state}  attempts {job.attempts}/{job.max_attempts}")
+    click.echo(f"{job.id}  {job.kind}  {job.state}  attempts {job.attempts}/{job.max_attempts}"
+               f"  subject {job.subject or '(the whole tenant)'}")
     click.echo(f"  created {job.created_at:%Y-%m-%d %H:%M:%S}  run after "
                f"{job.run_after:%Y-%m-%d %H:%M:%S}"
                + (f"  finished {job.finished_at:%Y-%m-%d %H:%M:%S}" if job.finished_at else ""))
@@ -40,15 +41,15 @@ def jobs() -> None:
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
 @json_option
 def jobs_list(state: str | None, kind: str | None, limit: int, as_json: bool) -> None:
-    """The tenant's jobs, newest first."""
+    """The tenant's jobs, newest first (with --as-subject: that subject's only)."""
     found = store().jobs.list(state=state, kind=kind, limit=limit)
     if as_json:
         emit_json([j.to_json() for j in found])
     elif not found:
         click.echo("no jobs")
     else:
-        table(("id", "kind", "state", "attempts", "created", "last error"),
-              [(str(j.id), j.kind, j.state, f"{j.attempts}/{j.max_attempts}",
+        table(("id", "kind", "subject", "state", "attempts", "created", "last error"),
+              [(str(j.id), j.kind, j.subject or "", j.state, f"{j.attempts}/{j.max_attempts}",
                 f"{j.created_at:%Y-%m-%d %H:%M:%S}", short(j.last_error or "", 60))
                for j in found])
 
