@@ -9,8 +9,9 @@ so no round trip, driver or Python is counted): hybrid, BM25 and exact, each sco
 query's subject and across the tenant. Old and new run back to back per query, alternating
 which goes first, each pair after one untimed call of both (so neither is timed reading the
 query's pages from disk for the other: warm-cache times), so load from other processes falls
-on both alike; only ratios from one run mean something on a shared machine. Every pair of calls must return the same rows (ids, order
-and scores); differences are listed. The two schemas are dropped at the end.
+on both alike; only ratios from one run mean something on a shared machine. Every pair of
+calls must return the same rows (ids, order and scores); differences are listed. The two
+schemas are dropped at the end.
 
     python benchmarks/search_latency.py --dsn DSN --keep --hnsw-after-load --queries 20
     python benchmarks/search_ab.py DB_DSN [--ref REV] [--queries 100] [--options JSON] [--k K]
