@@ -374,3 +374,7 @@ def test_sql_role_with_a_subject_set_reads_only_that_subjects_jobs(stores, fresh
         conn.rollback()
         conn.execute("SELECT set_config('memdb.tenant', 'acme', true)")
         assert len(conn.execute("SELECT id FROM memdb.jobs").fetchall()) == 3
+        conn.rollback()  # no tenant set: no job, and no count of anyone's
+        assert conn.execute("SELECT id FROM memdb.jobs").fetchall() == []
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT memdb.pending_jobs('acme', 100)")

@@ -97,8 +97,8 @@ def test_http_a_key_bound_to_a_subject_reads_its_subjects_jobs_only(door, module
             {"role": "user", "content": "我喜欢绿茶。I like green tea."}]})
         assert r.status_code == 202, r.text
         own = r.json()["job_id"]
-        listed = [j["id"] for j in alice.get("/v1/jobs").json()["items"]]
-        assert listed == [own]
+        listed = [(j["id"], j["subject"]) for j in alice.get("/v1/jobs").json()["items"]]
+        assert listed == [(own, "alice")]
         other = alice.get(f"/v1/jobs/{bob.job_id}")
         assert other.status_code == 404 and "PIN" not in other.text and "抽屉" not in other.text
     with running.client(keys["acme"]) as team:  # the tenant-wide key still sees both

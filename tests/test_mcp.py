@@ -345,6 +345,27 @@ def test_http_two_tenants_at_once_each_sees_only_its_own(served: Served) -> None
     run(scenario)
 
 
+def test_http_a_key_bound_to_a_subject_reads_only_its_subjects_jobs(
+        served: Served, module_db: str) -> None:
+    """The MCP `job` tool through a real client: a key bound to subject erin reads erin's
+    jobs (the job's subject says so) and not zoe's, whose payload holds what zoe said."""
+    with MemoryStore(module_db, tenant="acme_mcp") as acme:
+        zoe = str(acme.jobs.enqueue("test.vault", {"subject": "zoe", "text": "佐伊的密码 4417"}).id)
+
+    async def scenario() -> None:
+        async with http_session(served.url, "key-acme-erin") as s:
+            turn = await call(s, "remember_turn", text="我喜欢喝乌龙茶。I like oolong tea.",
+                              wait=False)
+            own = (await call(s, "job", id=turn["job_id"]))["job"]
+            assert (own["subject"], own["kind"]) == ("erin", "remember")
+            err = await error(s, "job", {"id": zoe})
+            assert err["type"] == "NotFound" and "4417" not in str(err)
+        async with http_session(served.url, "key-acme") as s:
+            assert (await call(s, "job", id=zoe))["job"]["subject"] == "zoe"
+
+    run(scenario)
+
+
 def test_http_a_key_of_one_tenant_reaches_nothing_of_another_through_any_tool(
         served: Served, module_db: str) -> None:
     marker = "Ulla's vault combination is 4417"

@@ -333,6 +333,40 @@ def test_0018_makes_new_memory_ids_time_ordered(empty_db):
     assert _scalar(empty_db, "SELECT array_agg(id ORDER BY id) FROM memdb.memories") == ids
 
 
+def test_0024_gives_stored_jobs_their_subject_and_a_worker_claims_them(empty_db):
+    """Revision 0024 over jobs enqueued before it: each gets the subject its payload names
+    (a document ingestion's options.subject too, none for the tenant's own), the policy of 0021
+    comes back on the way down, and at head again claim_jobs and start_job (whose result gained
+    the subject) serve a worker."""
+    from memdb.families.jobs import Registry, Worker
+
+    upgrade(empty_db)
+    payloads = [{"subject": "alice", "text": "我喜欢绿茶"},
+                {"options": {"subject": "bob"}, "text": "Bob's notes"}, {"note": "tenant"}]
+    with memdb.MemoryStore(empty_db, tenant="acme", embedder=FixedEmbedder(),
+                           gate=None) as store:
+        ids = [store.jobs.enqueue("test.migrate", p).id for p in payloads]
+    policy = ("SELECT pg_get_expr(polqual, polrelid) FROM pg_policy"
+              " WHERE polname = 'jobs_isolation'")
+    downgrade(empty_db, "0023")
+    assert "subject" not in _scalar(empty_db, policy)
+    assert upgrade(empty_db) == head()
+    assert "memdb.subject" in _scalar(empty_db, policy)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        subjects = [conn.execute("SELECT subject FROM memdb.jobs WHERE id = %s",
+                                 (i,)).fetchone()[0] for i in ids]
+    assert subjects == ["alice", "bob", None]
+    seen = []
+    reg = Registry()
+    reg.register("test.migrate", lambda ctx: seen.append(ctx.job.subject) or {})
+    with memdb.MemoryStore(empty_db, tenant="acme", embedder=FixedEmbedder(),
+                           gate=None) as store:
+        worker = Worker(empty_db, handlers=reg, tenants=["acme"],
+                        store_factory=lambda tenant: store)
+        assert worker.run(until_idle=True)["done"] == 3
+    assert sorted(seen, key=str) == sorted(["alice", "bob", None], key=str)
+
+
 def test_0010_downgrade_restores_the_grants_exactly(empty_db):
     """Revision 0010 takes privileges from memdb_app (BM25 statistics, history updates and
     deletes, two sequences); stepping down to 0009 gives back exactly the grants 0009 had."""

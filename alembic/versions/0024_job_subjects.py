@@ -7,8 +7,9 @@ Create Date: 2026-12-06
 
 See sql/schema/0024_job_subjects.sql and docs/isolation.md: the policy of revision 0021
 admitted every job of the caller's tenant, so SQL run by the application role with
-memdb.subject set read the other subjects' remembered turns and queued documents. The
-downgrade restores that policy and drops the column.
+memdb.subject set read the other subjects' remembered turns and queued documents. claim_jobs
+and start_job return the job's subject too (their old result shape is dropped). The downgrade
+restores that policy, drops the column and those two functions.
 """
 from __future__ import annotations
 
@@ -31,13 +32,27 @@ ALTER POLICY jobs_isolation ON memdb.jobs
     WITH CHECK (tenant = current_setting('memdb.tenant', true))"""
 
 
+# The functions whose result gains the job's subject at this revision: their old shape is
+# dropped on the way up (sql/functions makes the new one at head), the new one on the way down
+# (the memdb of revision 0023 makes its own again; CREATE OR REPLACE cannot change a result).
+_RESHAPED = ("claim_jobs", "start_job")
+
+
+def _drop_reshaped() -> None:
+    for name in _RESHAPED:
+        for suffix in ("", "__unguarded"):  # start_job's guard and body (990_guard_...)
+            op.execute(f"DROP FUNCTION IF EXISTS memdb.{name}{suffix} CASCADE")
+
+
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
     one_connection_per_node(conn)
     apply_schema_file(conn, SCHEMA_FILE, SCHEMA_SHA256)
+    _drop_reshaped()
 
 
 def downgrade() -> None:
     one_connection_per_node(op.get_bind().connection.driver_connection)
+    _drop_reshaped()
     op.execute(_POLICY_0021)
     op.execute("ALTER TABLE memdb.jobs DROP COLUMN subject")

@@ -19,7 +19,7 @@ RETURNS TABLE (
     tenant text, id uuid, kind text, payload jsonb, state text, attempts integer,
     max_attempts integer, run_after timestamptz, locked_by text, locked_until timestamptz,
     last_error text, result jsonb, idempotency_key text, created_at timestamptz,
-    updated_at timestamptz, finished_at timestamptz)
+    updated_at timestamptz, finished_at timestamptz, subject text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -90,7 +90,7 @@ BEGIN
                 WHERE j.tenant = v_tenant AND j.id = r.id
                 RETURNING j.tenant, j.id, j.kind, j.payload, j.state, j.attempts, j.max_attempts,
                           j.run_after, j.locked_by, j.locked_until, j.last_error, j.result,
-                          j.idempotency_key, j.created_at, j.updated_at, j.finished_at;
+                          j.idempotency_key, j.created_at, j.updated_at, j.finished_at, j.subject;
             v_taken := v_taken + 1;
         END LOOP;
     END LOOP;

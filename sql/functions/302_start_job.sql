@@ -12,12 +12,12 @@ RETURNS TABLE (
     tenant text, id uuid, kind text, payload jsonb, state text, attempts integer,
     max_attempts integer, run_after timestamptz, locked_by text, locked_until timestamptz,
     last_error text, result jsonb, idempotency_key text, created_at timestamptz,
-    updated_at timestamptz, finished_at timestamptz)
+    updated_at timestamptz, finished_at timestamptz, subject text)
 LANGUAGE sql VOLATILE
 AS $$
     SELECT j.tenant, j.id, j.kind, j.payload, j.state, j.attempts, j.max_attempts, j.run_after,
            j.locked_by, j.locked_until, j.last_error, j.result, j.idempotency_key, j.created_at,
-           j.updated_at, j.finished_at
+           j.updated_at, j.finished_at, j.subject
     FROM memdb.jobs j
     WHERE j.tenant = p_tenant AND j.id = p_id AND j.state = 'running'
       AND j.locked_by = p_worker

@@ -18,7 +18,7 @@ JOB = Operation(
     "(queued, running, done, failed and waiting to retry, dead, cancelled), attempts, last "
     "error, and its result once done.",
     (Param("id", "uuid", "The job's id.", REQUIRED, argument=True),),
-    scope="tenant", result="job: id, kind, state, attempts, last_error, result",
+    scope="tenant", result="job: id, kind, subject, state, attempts, last_error, result",
     errors=_ERRORS,
     doors=(("cli", "jobs get"), ("http", "GET /v1/jobs/{job_id}"), ("mcp", "job")))
 

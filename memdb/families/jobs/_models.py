@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -25,19 +24,6 @@ class QueueFull(Conflict):
 class PermanentFailure(Exception):
     """Raised by a handler for a job that can never succeed (a malformed payload...): the job
     is dead at once, with this error as its last_error, instead of being retried."""
-
-
-def payload_subject(payload: Any) -> str | None:
-    """The subject a payload names, as memdb.jobs.subject is generated from it: its
-    ``subject``, else its ``options``' subject (a document ingestion); None if neither."""
-    if not isinstance(payload, dict):
-        return None
-    for value in (payload.get("subject"),
-                  (payload.get("options") or {}).get("subject")
-                  if isinstance(payload.get("options"), dict) else None):
-        if value is not None:
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return None
 
 
 @dataclass(frozen=True)
@@ -73,11 +59,7 @@ class Job:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Job:
-        """From a row of memdb.jobs, or of claim_jobs / start_job (their shape has no
-        ``subject``: it is the payload's, as the column is generated)."""
-        fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "subject"}
-        subject = row["subject"] if "subject" in row else payload_subject(row["payload"])
-        return cls(subject=subject, **fields)
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (ids and dates as strings)."""
