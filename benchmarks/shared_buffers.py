@@ -11,8 +11,10 @@ a quarter of the machine's memory up to 8 GB), stops the embedded server of ``--
   buffers the restart emptied);
 - ``steady``: one store (one long-lived connection) searching every query ``--passes`` times,
   the last pass reported: hybrid one subject, hybrid whole tenant and the vector route alone
-  whole tenant. Here a query's pages were not just read by another scenario of the same query,
-  as they were in search_latency.py's rows of the routes alone.
+  whole tenant, each query's three searches back to back (as in search_latency.py);
+- ``vector_alone`` (with ``--vector-alone``, instead of the two above): the same store
+  searching the vector route alone whole tenant, every query ``--passes`` times, nothing else
+  between: no other search of the same query has just read its pages.
 
 Print and write one JSON document (default benchmarks/results/shared_buffers.json). The
 server is left running with the last size; restart it as you need it afterwards.
@@ -77,7 +79,7 @@ def steady(dsn: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     subjects = [f"user_{i:04d}" for i in range(args.subjects)]
     docs = synthetic_docs(args.n, subjects, args.seed)
     queries = synthetic_queries(args.queries, docs, subjects, args.seed + 100)
-    store = MemoryStore(dsn, tenant=TENANT, embedder=RandomEmbedder("steady"), pool_size=1)
+    store = MemoryStore(dsn, tenant=TENANT, embedder=RandomEmbedder("bench-random"), pool_size=1)
     scenarios = {"hybrid_scoped": lambda q: {"subject": q.subject},
                  "hybrid_tenant": lambda q: {},
                  "vector_tenant": lambda q: {"routes": ["vector"]}}
@@ -94,6 +96,25 @@ def steady(dsn: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     finally:
         store.close()
     return {name: _stats(ms) for name, ms in times.items()}
+
+
+def vector_alone(dsn: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    subjects = [f"user_{i:04d}" for i in range(args.subjects)]
+    docs = synthetic_docs(args.n, subjects, args.seed)
+    queries = synthetic_queries(args.queries, docs, subjects, args.seed + 100)
+    store = MemoryStore(dsn, tenant=TENANT, embedder=RandomEmbedder("bench-random"), pool_size=1)
+    times: list[float] = []
+    try:
+        for n in range(args.passes):
+            for q in queries:
+                vec = np.asarray(q.vector, dtype=np.float32)
+                start = time.perf_counter()
+                store.search(q.text, k=10, embedding=vec, routes=["vector"])
+                if n == args.passes - 1:
+                    times.append((time.perf_counter() - start) * 1000)
+    finally:
+        store.close()
+    return {"vector_tenant": _stats(times)}
 
 
 def latency_runs(dsn: str, args: argparse.Namespace) -> dict:
@@ -121,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=2, help="search_latency runs per size (2)")
     parser.add_argument("--passes", type=int, default=2, help="steady passes per size (2)")
     parser.add_argument("--sizes", default="128MB,default")
+    parser.add_argument("--vector-alone", action="store_true",
+                        help="only the vector route alone, in a loop (see above)")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     results = []
@@ -128,20 +151,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         server, shown = restart(args.home, size)
         dsn = with_db(server.dsn(), args.db)
         loads = [os.getloadavg()[0]]
-        row = {"size": size, "shared_buffers": shown,
-               "search_latency": latency_runs(dsn, args)}
-        loads.append(os.getloadavg()[0])
-        row["steady"] = steady(dsn, args)
+        row: dict = {"size": size, "shared_buffers": shown}
+        if args.vector_alone:
+            vector_alone(dsn, args)  # refills the buffers the restart emptied
+            row["vector_alone"] = vector_alone(dsn, args)
+        else:
+            row["search_latency"] = latency_runs(dsn, args)
+            loads.append(os.getloadavg()[0])
+            row["steady"] = steady(dsn, args)
         loads.append(os.getloadavg()[0])
         row["loadavg_1min"] = [round(x, 2) for x in loads]
         results.append(row)
-        for part in ("search_latency", "steady"):
+        for part in ("search_latency", "steady", "vector_alone"):
+            if part not in row:
+                continue
             for name, s in row[part].items():
                 print(f"[shared_buffers] {shown:>8s} {part:14s} {name:14s} p50 {s['p50']:7.2f} "
                       f"p95 {s['p95']:7.2f} p99 {s['p99']:7.2f}", file=sys.stderr)
     emit({"benchmark": "shared_buffers", "when": datetime.now(UTC).isoformat(timespec="seconds"),
           "n": args.n, "subjects": args.subjects, "queries": args.queries, "runs": args.runs,
-          "passes": args.passes, "cpus": os.cpu_count(), "results": results,
+          "passes": args.passes, "vector_alone": args.vector_alone, "cpus": os.cpu_count(),
+          "results": results,
           "median_load": round(statistics.median(x for r in results for x in r["loadavg_1min"]),
                                2)}, args.json)
     return 0

@@ -1,7 +1,8 @@
 """The embedded server's shared_buffers: room for its largest database when that fits in a
 third of the machine's memory and 8 GB (else 128 MB), or MEMDB_SHARED_BUFFERS, written to
-memdb-memory.conf at every start, taking effect at the server's next start; `memdb server status` shows the running size and one a restart would
-bring. The server tests run a real server of their own in a temporary MEMDB_HOME."""
+memdb-memory.conf when memdb starts the server (not when it joins a running one); `memdb
+server status` shows the running size and one a restart would bring. The server tests run a
+real server of their own in a temporary MEMDB_HOME."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def test_database_bytes_is_the_largest_database(tmp_path):
 
 def test_the_environment_sets_another_size():
     assert memory.shared_buffers({memory.ENV: "512MB"}, 64 * GB) == "512MB"
-    assert memory.shared_buffers({memory.ENV: "3GB"}, GB, 9 * GB) == "3GB"
+    assert memory.shared_buffers({memory.ENV: "3GB"}, 4 * GB, 9 * GB) == "3GB"
     assert memory.shared_buffers({memory.ENV: "  "}, 8 * GB, GB) == "1280MB"  # blank: default
 
 
@@ -62,6 +63,13 @@ def test_the_environment_sets_another_size():
 def test_a_malformed_size_is_refused(bad):
     with pytest.raises(InvalidInput, match="MEMDB_SHARED_BUFFERS"):
         memory.shared_buffers({memory.ENV: bad})
+
+
+def test_more_than_the_machine_is_refused():
+    with pytest.raises(InvalidInput, match="more than this machine's memory"):
+        memory.shared_buffers({memory.ENV: "5GB"}, 4 * GB)
+    assert memory.requested({memory.ENV: "4GB"}, 4 * GB) == "4GB"
+    assert memory.requested({}, 4 * GB) is None
 
 
 def test_sizes_compare_as_postgresql_prints_them():
@@ -123,6 +131,7 @@ def test_the_server_runs_with_the_size_and_a_restart_applies_a_new_one(home, mon
         joined = EmbeddedServer(home)
         joined.start()  # joins the running server: its buffers stay until it restarts
         assert _show(joined) == "160MB"
+        assert "shared_buffers = '160MB'" in (home / "pg18" / memory.FILE).read_text()
         joined.stop()
     finally:
         server.stop()

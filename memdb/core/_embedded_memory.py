@@ -3,18 +3,19 @@
 PostgreSQL's own default (128 MB) holds about 20,000 memories with their indexes. Beyond that
 every search copies most of the pages it reads from the operating system's cache into the
 server's buffers again, evicting others. Measured (docs/performance.md, "Shared buffers"):
-buffers that hold the whole database made searches at 100,000 and 1,000,000 memories faster
-(whole tenant p95 34.7 -> 22.8 ms and 157 -> 132 ms); buffers that hold only part of it (1, 2
-and 4 GB for 6.4 GB) made whole-tenant searches slower than 128 MB did. So at every start the
-embedded server gets room for its largest database (and 256 MB to grow into) when that fits in
-a third of the machine's memory (or of the container's limit) and in 8 GB, else 128 MB. The buffers are mapped when the server starts but take memory only as pages are
-read into them.
+buffers that hold the whole database made searches faster (whole tenant p95 33.3 -> 20.8 ms
+at 100,000 memories, 163 -> 130 ms at 1,000,000); buffers that hold only part of it (1, 2 and
+4 GB for 6.4 GB) made whole-tenant searches slower than 128 MB did. So the embedded server
+gets room for its largest database (and 256 MB to grow into) when that fits in a third of the
+machine's memory (or of the container's limit) and in 8 GB, else 128 MB. The buffers are
+mapped when the server starts but take memory only as pages are read into them.
 
-``MEMDB_SHARED_BUFFERS`` sets another size (``512MB``, ``2GB``, ...). The setting is written
-to ``memdb-memory.conf`` in the data folder at every start, and takes effect when the server
-(re)starts: ``memdb server stop`` ends a running one. ``ALTER SYSTEM SET shared_buffers``
-overrides it (``postgresql.auto.conf`` is read after it).
+``MEMDB_SHARED_BUFFERS`` sets another size (``512MB``, ``2GB``, ...). memdb writes the size to
+``memdb-memory.conf`` in the data folder whenever it starts the server (not when it joins a
+running one); it takes effect then: ``memdb server stop`` ends a running one. ``ALTER SYSTEM
+SET shared_buffers`` overrides it (``postgresql.auto.conf`` is read after it).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,8 @@ from pathlib import Path
 
 from .errors import InvalidInput
 
-__all__ = ["ENV", "FILE", "database_bytes", "memory_config", "shared_buffers", "size_mb"]
+__all__ = ["ENV", "FILE", "database_bytes", "memory_config", "requested", "shared_buffers",
+           "size_mb"]
 
 ENV = "MEMDB_SHARED_BUFFERS"
 FILE = "memdb-memory.conf"  # in the data folder, included from postgresql.conf
@@ -78,35 +80,47 @@ def database_bytes(pgdata: Path) -> int:
     return largest
 
 
-def shared_buffers(environ: dict[str, str] | None = None, machine_bytes: int | None = None,
-                   data_bytes: int = 0) -> str:
-    """The embedded server's ``shared_buffers``: ``MEMDB_SHARED_BUFFERS`` when set (a
-    PostgreSQL size with its unit, 128MB or more); else room for the data (``data_bytes``, the
-    largest database, and 256 MB to grow into) when that fits in a third of ``machine_bytes``
-    (default: this machine's memory, or its cgroup limit) and in 8 GB; else
-    PostgreSQL's default, 128 MB: buffers that hold only part of the data made whole-tenant
-    searches slower than 128 MB did (docs/performance.md)."""
+def requested(environ: dict[str, str] | None = None,
+              machine_bytes: int | None = None) -> str | None:
+    """``MEMDB_SHARED_BUFFERS`` checked (a PostgreSQL size with its unit, from 128MB to the
+    machine's memory), or None when unset or blank."""
     env = os.environ if environ is None else environ
     wanted = env.get(ENV, "").strip()
-    if wanted:
-        mb = size_mb(wanted)
-        if mb is None:
-            raise InvalidInput(f"{ENV} must be a size such as 512MB or 2GB, got {wanted!r}")
-        if mb < _FLOOR_MB:
-            raise InvalidInput(f"{ENV} must be at least {_FLOOR_MB}MB, got {wanted!r}")
-        return wanted
+    if not wanted:
+        return None
+    mb = size_mb(wanted)
+    if mb is None:
+        raise InvalidInput(f"{ENV} must be a size such as 512MB or 2GB, got {wanted!r}")
+    if mb < _FLOOR_MB:
+        raise InvalidInput(f"{ENV} must be at least {_FLOOR_MB}MB, got {wanted!r}")
     total = _machine_bytes() if machine_bytes is None else machine_bytes
+    if total is not None and mb * _MB > total:
+        raise InvalidInput(f"{ENV} {wanted} is more than this machine's memory "
+                           f"({total // _MB}MB)")
+    return wanted
+
+
+def shared_buffers(environ: dict[str, str] | None = None, machine_bytes: int | None = None,
+                   data_bytes: int = 0) -> str:
+    """The embedded server's ``shared_buffers``: :func:`requested` when set; else room for the
+    data (``data_bytes``, the largest database, and 256 MB to grow into) when that fits in a
+    third of ``machine_bytes`` (default: this machine's memory, or its cgroup limit) and in
+    8 GB; else PostgreSQL's default, 128 MB: buffers that hold only part of the data made
+    whole-tenant searches slower than 128 MB did (docs/performance.md)."""
+    total = _machine_bytes() if machine_bytes is None else machine_bytes
+    wanted = requested(environ, total)
+    if wanted is not None:
+        return wanted
     budget = min(_CEILING_MB, (total or 0) // 3 // _MB)
     need = -(-data_bytes // _MB) + _HEADROOM_MB
-    mb = need if need <= budget else _FLOOR_MB
-    mb = max(_FLOOR_MB, mb)
+    mb = max(_FLOOR_MB, need if need <= budget else _FLOOR_MB)
     return f"{mb // 1024}GB" if mb % 1024 == 0 else f"{mb}MB"
 
 
 def memory_config(pgdata: Path, environ: dict[str, str] | None = None) -> str:
     """The text of ``memdb-memory.conf`` for ``pgdata``."""
     size = shared_buffers(environ, data_bytes=database_bytes(pgdata))
-    return ("# memdb: written at every start (MEMDB_SHARED_BUFFERS, else room for the largest\n"
-            "# database when that fits in a third of the machine's memory and 8GB, else\n"
-            "# 128MB); read when the server starts.\n"
+    return ("# memdb: written when memdb starts the server (MEMDB_SHARED_BUFFERS, else room for\n"
+            "# the largest database when that fits in a third of the machine's memory and\n"
+            "# 8GB, else 128MB).\n"
             f"shared_buffers = '{size}'\n")

