@@ -367,6 +367,32 @@ def test_0024_gives_stored_jobs_their_subject_and_a_worker_claims_them(empty_db)
     assert sorted(seen, key=str) == sorted(["alice", "bob", None], key=str)
 
 
+def test_0025_builds_vector_indexes_on_demand_and_its_downgrade_restores_them(empty_db):
+    """Revision 0024's memdb built a space's HNSW index at registration; from 0025 on it is
+    built once the database holds memdb.hnsw_min_rows memories. The upgrade drops the index of
+    a small database (no search of it reads the index), the downgrade builds it back for the
+    memdb that expects it, and at head the next write past the threshold builds it again."""
+    index = "SELECT to_regclass('memdb.memories_hnsw_space_1') IS NOT NULL"
+    upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert conn.execute("SELECT memdb.ensure_embedding_space('m', 3)").fetchone()[0] == 1
+        conn.execute("SELECT memdb.add_memories(%s::jsonb, ARRAY['[1,0,0]'::vector], 1)",
+                     ('[{"content": "一条记忆 a memory"}]',))
+    assert _scalar(empty_db, index) is False  # one memory: not built
+    downgrade(empty_db, "0024")
+    assert _scalar(empty_db, index) is True  # as revision 0024's memdb expects it
+    assert upgrade(empty_db) == head()
+    assert _scalar(empty_db, index) is False  # dropped again: no search would read it
+    downgrade(empty_db, "0024")
+    assert _scalar(empty_db, index) is True
+    assert upgrade(empty_db) == head()
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("SET memdb.hnsw_min_rows = 2")
+        conn.execute("SELECT memdb.add_memories(%s::jsonb, ARRAY['[0,1,0]'::vector], 1)",
+                     ('[{"content": "第二条 the second"}]',))
+        assert conn.execute(index).fetchone()[0] is True
+
+
 def test_0010_downgrade_restores_the_grants_exactly(empty_db):
     """Revision 0010 takes privileges from memdb_app (BM25 statistics, history updates and
     deletes, two sequences); stepping down to 0009 gives back exactly the grants 0009 had."""
@@ -563,6 +589,7 @@ def test_autogenerate_finds_no_drift(fresh_db):
     # per-space HNSW indexes are made at run time and must stay invisible to autogenerate
     with psycopg.connect(fresh_db, autocommit=True) as conn:
         space = conn.execute("SELECT memdb.ensure_embedding_space('drift-test', 8)").fetchone()[0]
+        conn.execute("SELECT memdb.ensure_vector_index(%s, true)", (space,))
         assert conn.execute("SELECT to_regclass(%s)",
                             (f"memdb.memories_hnsw_space_{space}",)).fetchone()[0] is not None
     assert _autogenerate_diff(fresh_db) == []

@@ -57,3 +57,31 @@ def admin_retokenize(state: State, tenant: str | None, as_json: bool) -> None:
         emit_json({"tenant": tenant, "retokenized": n})
     else:
         click.echo(f"retokenized {n} memories" + (f" of tenant {tenant}" if tenant else ""))
+
+
+@admin.command("vector-index")
+@click.option("--build", is_flag=True,
+              help="Build every embedding space's missing HNSW index now (before a bulk import).")
+@json_option
+@click.pass_obj
+def admin_vector_index(state: State, build: bool, as_json: bool) -> None:
+    """Show each embedding space's HNSW index, or build the missing ones (--build).
+
+    memdb builds a space's index by itself once the database holds memdb.hnsw_min_rows current
+    memories (default 10000): below that every vector search is an exact scan and the index
+    would only slow writes (memdb.ensure_vector_index)."""
+    def progress(row: dict) -> None:
+        click.echo(f"building {row['index']} over {row['memories']} memories ...", err=True)
+
+    with MemoryAdmin(None if state.dsn_from_env else state.dsn) as memory_admin:
+        rows = memory_admin.vector_indexes(build=build, progress=progress)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no embedding space is registered")
+    for row in rows:
+        state_text = ("built" if row["built"] else
+                      f"not built: memdb builds it at {row['min_rows']} memories")
+        click.echo(f"space {row['space_id']} ({row['model']}, {row['dims']} dims): "
+                   f"{row['index']} {state_text}; the database holds {row['memories']} memories")

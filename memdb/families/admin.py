@@ -16,6 +16,7 @@ superuser.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -23,7 +24,7 @@ from psycopg.types.json import Jsonb
 from ..core import sql
 from ..core import validate as v
 from ..core.connection import Database, set_local
-from ..core.errors import Forbidden
+from ..core.errors import Forbidden, InvalidInput
 
 __all__ = ["MemoryAdmin"]
 
@@ -96,6 +97,35 @@ class MemoryAdmin:
             set_local(conn, "set_context",
                       {"actor": self.actor or "", "reason": "maintenance (admin)"})
             return conn.execute(sql.query("run_maintenance"), params).fetchone()["result"]
+
+    def vector_indexes(self, *, build: bool = False,
+                       progress: Callable[[dict[str, Any]], None] | None = None
+                       ) -> list[dict[str, Any]]:
+        """Each embedding space's HNSW index: ``space_id``, ``model``, ``dims``, ``index`` (its
+        name), ``built``, ``memories`` (current memories in the database) and ``min_rows`` (the
+        ``memdb.hnsw_min_rows`` threshold at which memdb builds it by itself, default 10,000;
+        ``memdb.ensure_vector_index``). ``build``: build every missing one now, e.g. before a
+        bulk import that will pass the threshold (about 2 s per 10,000 memories on 2 cores,
+        writers wait meanwhile); ``progress`` is called with a space's row before its build."""
+        self._verify(require=True)
+        rows = self._vector_indexes()
+        for row in rows:
+            if build and not row["built"]:
+                if progress is not None:
+                    progress(row)
+                with self.db.transaction() as conn:
+                    conn.execute(sql.query("build_vector_index"), {"space_id": row["space_id"]})
+        return self._vector_indexes() if build else rows
+
+    def _vector_indexes(self) -> list[dict[str, Any]]:
+        with self.db.transaction() as conn:
+            rows = [dict(r) for r in conn.execute(sql.query("vector_indexes")).fetchall()]
+        for row in rows:
+            if not str(row["min_rows"]).isdigit():
+                raise InvalidInput("memdb.hnsw_min_rows must be a whole number of memories "
+                                   f"(0 or more), got {row['min_rows']!r}")
+            row["min_rows"] = int(row["min_rows"])
+        return rows
 
     def retokenize(self, *, tenant: str | None = None) -> int:
         """Re-derive the keyword index (``tsv``) of every tenant's memories (or only

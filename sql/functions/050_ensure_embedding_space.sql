@@ -1,9 +1,11 @@
 -- memdb.ensure_embedding_space(p_model text, p_dims integer, p_distance text DEFAULT 'cosine') -> integer
--- Registers an embedding model (or finds it) and returns its space id. The first registration
--- also builds the space's HNSW cosine index (memories_hnsw_space_{id}, a partial expression
--- index on embedding::vector(dims)). A model registered before with other dimensions raises
+-- Registers an embedding model (or finds it) and returns its space id. The space's HNSW cosine
+-- index (memories_hnsw_space_{id}, a partial expression index on embedding::vector(dims)) is
+-- built by memdb.ensure_vector_index: at the first registration when the database already holds
+-- memdb.hnsw_min_rows memories (default 10000; 0: always) or is a Citus database, else by the
+-- write that brings it there. A model registered before with other dimensions raises
 -- MD001 (dimension mismatch): vectors of different models never share a space.
--- Only the admin registers a new space: each one builds an index on memdb.memories, the table
+-- Only the admin registers a new space: each one adds an index on memdb.memories, the table
 -- every tenant shares (its build locks out their writes, and every index slows every insert).
 -- A caller that row-level security confines (memdb_app, or any login that is not a superuser,
 -- BYPASSRLS or a member of the table owner: the test of memdb.confine) may look up a registered
@@ -22,7 +24,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     s memdb.embedding_spaces;
-    v_ext text;
 BEGIN
     IF p_model IS NULL OR btrim(p_model) = '' THEN
         RAISE EXCEPTION 'embedding model name must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -54,12 +55,8 @@ BEGIN
     INSERT INTO memdb.embedding_spaces (model, dims, distance)
     VALUES (p_model, p_dims, p_distance)
     RETURNING * INTO s;
-    SELECT n.nspname INTO v_ext
-    FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-    WHERE e.extname = 'vector';
-    EXECUTE format(
-        'CREATE INDEX IF NOT EXISTS %I ON memdb.memories USING hnsw ((embedding::%I.vector(%s)) %I.vector_cosine_ops) WHERE space_id = %s',
-        'memories_hnsw_space_' || s.id, v_ext, s.dims, v_ext, s.id);
+    -- Citus: now, on the coordinator (a build inside a distributed write would nest DDL in it)
+    PERFORM memdb.ensure_vector_index(s.id, to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL);
     RETURN s.id;
 END
 $$;

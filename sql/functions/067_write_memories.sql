@@ -39,6 +39,8 @@
 -- category) of the batch, in sorted order, so concurrent writers of the same subject and
 -- category queue and the second sees the first's row; the unique dedup index is the last
 -- line of defence (an insert that still collides becomes a duplicate bump).
+-- After its inserts the call has memdb.ensure_vector_index build space p_space_id's HNSW index
+-- when the database has come to hold memdb.hnsw_min_rows memories (default 10000).
 -- Example: SELECT * FROM memdb.write_memories('[{"content": "我喜欢喝绿茶", "subject": "alice",
 --          "category": "preferences", "norm_key": "drink", "source_id": "turn-1"}]');
 CREATE OR REPLACE FUNCTION memdb.write_memories(p_items jsonb, p_embeddings vector[] DEFAULT NULL,
@@ -379,6 +381,8 @@ BEGIN
         o_out[pos] := 'duplicate';
         o_id := array_replace(o_id, fix.pending_id, fix.target);
     END LOOP;
+    -- the space's HNSW index, once the database holds enough memories to use it
+    PERFORM memdb.ensure_vector_index(p_space_id);
     RETURN QUERY
     SELECT x.ord, x.id, x.outcome, x.rel, x.sim, x.det
     FROM unnest(o_ord, o_id, o_out, o_rel, o_sim, o_det) AS x(ord, id, outcome, rel, sim, det)

@@ -236,6 +236,9 @@ BEGIN
     FROM memdb.release_documents_memories(p_tenant, v_ids) r
     JOIN unnest(v_ids) WITH ORDINALITY AS u(id, n) ON u.id = r.document_id;
 
+    -- 5. the space's HNSW index, once the database holds enough memories to use it
+    PERFORM memdb.ensure_vector_index(p_space_id);
+
     RETURN QUERY
         SELECT u.n::integer, u.id, v_versions[u.n], v_chunks[u.n], v_created[u.n],
                v_chunks[u.n] - v_created[u.n], v_removed[u.n]

@@ -44,6 +44,21 @@ SELECT current_user AS login,
 -- The keyword index re-derived after an analyzer change (sql/functions/093_retokenize.sql).
 SELECT memdb.retokenize(%(tenant)s) AS n;
 
+-- name: vector_indexes
+-- Each embedding space's HNSW index (sql/functions/051_ensure_vector_index.sql): built or not,
+-- and what decides when memdb builds it (the database's current memories, the threshold).
+SELECT es.id AS space_id, es.model, es.dims,
+       'memdb.memories_hnsw_space_' || es.id AS index,
+       to_regclass('memdb.memories_hnsw_space_' || es.id) IS NOT NULL AS built,
+       (SELECT coalesce(sum(s.doc_count), 0) FROM memdb.bm25_stats s)::bigint AS memories,
+       coalesce(nullif(btrim(current_setting('memdb.hnsw_min_rows', true)), ''), '10000')
+           AS min_rows
+FROM memdb.embedding_spaces es
+ORDER BY es.id;
+
+-- name: build_vector_index
+SELECT memdb.ensure_vector_index(%(space_id)s, true) AS built;
+
 -- name: schema_created
 -- Has any memdb migration run on this database (memdb.core.autoschema: the embedded server
 -- migrates itself on first use)? alembic's version table is made in the first migration's

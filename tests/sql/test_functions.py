@@ -176,21 +176,28 @@ def test_list_memories_bad_filter_literal(pure):
 
 
 # -- ensure_embedding_space ----------------------------------------------------------------------
-def test_ensure_embedding_space_idempotent_and_indexed(raw):
+def test_ensure_embedding_space_idempotent_and_indexed_on_demand(raw):
+    hnsw = "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'memories_hnsw_space_%%'"
     sid = space(raw, "fixed-3d", 3)
     assert space(raw, "fixed-3d", 3) == sid
     assert one(raw, "SELECT count(*) FROM memdb.embedding_spaces") == 1
+    # an empty database: no search could use an HNSW index, so none is kept up to date yet
+    assert one(raw, hnsw) == 0
+    assert one(raw, "SELECT memdb.ensure_vector_index(%s)", (sid,)) is False
+    # the admin builds it now (memdb.ensure_vector_index's p_force)
+    assert one(raw, "SELECT memdb.ensure_vector_index(%s, true)", (sid,)) is True
     index = one(
         raw,
         "SELECT indexdef FROM pg_indexes WHERE schemaname = 'memdb' AND indexname = %s",
         (f"memories_hnsw_space_{sid}",),
     )
-    assert index is not None
     assert "hnsw" in index and "vector_cosine_ops" in index and "vector(3)" in index
+    assert "WHERE (space_id = %s)" % sid in index
+    # with memdb.hnsw_min_rows = 0 a space's index is built when the space is registered
+    raw.execute("SET memdb.hnsw_min_rows = 0")
     other = space(raw, "fixed-5d", 5)
     assert other != sid
-    n = one(raw, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'memories_hnsw_space_%%'")
-    assert n == 2
+    assert one(raw, hnsw) == 2
 
 
 def test_ensure_embedding_space_other_dims_same_model_md001(raw):
@@ -483,6 +490,7 @@ def test_search_vector_filter_leaving_few_rows(raw, force_index):
         # iterative scan (which search_vector turns on) the filter would leave nothing among
         # the ef_search nearest candidates
         exact_limit = 0
+        assert one(raw, "SELECT memdb.ensure_vector_index(%s, true)", (sid,)) is True
         raw.execute("SET enable_seqscan = off")
         raw.execute("SET enable_sort = off")
         plan = "\n".join(r[0] for r in raw.execute(
