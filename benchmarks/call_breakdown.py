@@ -30,12 +30,17 @@ unique text) into subject ``call_breakdown`` with ``track_functions = 'all'`` on
 database, then the functions' own time per add (``pg_stat_user_functions``); and single-row
 INSERTs into a scratch copy of ``memdb.memories`` (up to ``--scratch-rows`` of its rows, indexed
 after the copy) with no index, every index of the table but the HNSW one, the HNSW index alone,
-and all of them: what each index costs a write. The added memories are deleted at the end (with their history), the scratch table
-dropped and ``track_functions`` reset.
+and all of them: what each index costs a write. The added memories are deleted at the end
+(with their history), the scratch table dropped and ``track_functions`` reset.
+
+``--hnsw-min-rows`` sets memdb.hnsw_min_rows on the scratch database before its space is
+registered: 0 keeps the space's HNSW index from the start (every insert maintains it), as
+memdb did before the index was built on demand; the default leaves memdb's threshold (10,000
+memories), so a smaller corpus has no index.
 
 Prints and writes one JSON document (default benchmarks/results/call_breakdown.json).
 
-    python benchmarks/call_breakdown.py --n 1000 --subjects 10
+    python benchmarks/call_breakdown.py --n 1000 --subjects 10 [--hnsw-min-rows 0]
     python benchmarks/call_breakdown.py --reuse DB_DSN --n 100000 --subjects 100
 """
 
@@ -58,8 +63,7 @@ from _server import RandomEmbedder, emit, server, with_db  # noqa: I001  (benchm
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
-from search_latency import (Query, load, synthetic_docs, synthetic_queries,  # noqa: I001
-                            vacuum_analyze)
+from search_latency import Query, load, synthetic_docs, synthetic_queries, vacuum_analyze  # noqa: I001
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a source checkout without installing
@@ -145,8 +149,13 @@ def _scratch_inserts(direct: psycopg.Connection, rows: int, base: int) -> dict[s
     defs = [r[0] for r in direct.execute(
         "SELECT pg_get_indexdef(indexrelid) FROM pg_index "
         "WHERE indrelid = 'memdb.memories'::regclass").fetchall()]
-    hnsw = [d for d in defs if " USING hnsw " in d]
     other = [d for d in defs if " USING hnsw " not in d]
+    # the spaces' HNSW indexes as memdb.ensure_vector_index makes them, built or not yet
+    hnsw = [f"CREATE INDEX x ON memdb.memories USING hnsw ((embedding::vector({dims})) "
+            f"vector_cosine_ops) WHERE (space_id = {sid})"
+            for sid, dims in direct.execute(
+                "SELECT id, dims FROM memdb.embedding_spaces ORDER BY id").fetchall()]
+    defs = other + hnsw
     table = sql.Identifier(f"call_breakdown_{uuid.uuid4().hex[:8]}")
     ids = [r[0] for r in direct.execute(
         "SELECT id FROM memdb.memories WHERE tenant = %s ORDER BY id LIMIT %s",
@@ -260,13 +269,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--adds", type=int, default=200, help="timed adds (default 200)")
     parser.add_argument("--scratch-rows", type=int, default=10_000,
                         help="rows in the scratch table before the timed inserts (10000)")
+    parser.add_argument("--hnsw-min-rows", type=int,
+                        help="memdb.hnsw_min_rows of the scratch database (0: the HNSW index "
+                             "kept from the start; default: memdb's own threshold)")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     result: dict[str, Any] = {
         "benchmark": "call_breakdown", "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "n": args.n, "subjects": args.subjects, "queries": args.queries, "adds": args.adds,
-        "seed": args.seed, "cpus": os.cpu_count(), "loadavg_1min_start": os.getloadavg()[0]}
+        "seed": args.seed, "hnsw_min_rows": args.hnsw_min_rows, "cpus": os.cpu_count(),
+        "loadavg_1min_start": os.getloadavg()[0]}
     if args.reuse:
+        if args.hnsw_min_rows is not None:
+            raise SystemExit("--hnsw-min-rows applies to a scratch database, not --reuse")
         result["measured"] = measure(args.reuse, args)
     else:
         with server(args.dsn) as (admin_dsn, _how):
@@ -276,6 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
             try:
                 upgrade(db)
+                if args.hnsw_min_rows is not None:  # before the space exists: 0 builds it now
+                    with psycopg.connect(db, autocommit=True) as conn:
+                        conn.execute(sql.SQL("ALTER DATABASE {} SET memdb.hnsw_min_rows = {}")
+                                     .format(sql.Identifier(name),
+                                             sql.Literal(str(args.hnsw_min_rows))))
                 subjects = [f"user_{i:04d}" for i in range(args.subjects)]
                 with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
                                  gate=None) as store:

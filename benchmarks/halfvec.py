@@ -54,6 +54,7 @@ from search_latency import (  # noqa: I001  (benchmarks/ sibling module: the sca
     TENANT,
     K,
     _stats,
+    hold_hnsw,
     load,
     server_info,
     synthetic_docs,
@@ -284,9 +285,8 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
             upgrade(db)
             result["server"] = server_info(db)
             with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
+                hold_hnsw(store, True)  # load without HNSW
                 space_id = store.space_id()
-                with psycopg.connect(db, autocommit=True) as conn:  # load without HNSW
-                    conn.execute(f"DROP INDEX memdb.memories_hnsw_space_{space_id}")
                 log(f"loading {args.n} memories into {name}")
                 result["load"] = load(store, docs, args.seed, args.chunk, args.batch)
             result["load"]["hnsw"] = "none during the load (built below)"

@@ -341,15 +341,19 @@ def load(
     hnsw_after: bool = False,
     maintenance_work_mem: str = "1GB",
 ) -> dict:
-    """Load docs through add_many, chunk rows per call. With hnsw_after, the space's HNSW index
-    is dropped first and rebuilt in one CREATE INDEX after the load (a bulk-import pattern);
-    by default every insert maintains it, as in normal use."""
+    """Load docs through add_many, chunk rows per call. With hnsw_after, no write builds or
+    maintains the space's HNSW index (memdb.hnsw_min_rows held above the load, any index of
+    the space dropped) and one CREATE INDEX builds it after the load (a bulk-import pattern);
+    by default memdb builds it once the database holds 10,000 memories and every insert after
+    that maintains it, as in normal use."""
     rng = np.random.default_rng(seed + 2)
     categories = ["preferences", "entities", "events", "patterns", "general"]
-    space_id = store.space_id()  # registers the space and builds its (empty) HNSW index
+    if hnsw_after:
+        hold_hnsw(store, True)
+    space_id = store.space_id()  # registers the space (its index: see memdb.ensure_vector_index)
     if hnsw_after:
         with psycopg.connect(store.db.dsn, autocommit=True) as conn:
-            conn.execute(f"DROP INDEX memdb.memories_hnsw_space_{space_id}")
+            conn.execute(f"DROP INDEX IF EXISTS memdb.memories_hnsw_space_{space_id}")
     created = 0
     started = time.perf_counter()
     for start in range(0, len(docs), chunk):
@@ -387,10 +391,23 @@ def load(
             )
             conn.execute(_hnsw_ddl(space_id))
         out["hnsw_build_seconds"] = round(time.perf_counter() - t0, 2)
+        hold_hnsw(store, False)
         out["hnsw_maintenance_work_mem"] = maintenance_work_mem
         out["seconds_with_index"] = round(seconds + out["hnsw_build_seconds"], 2)
         log(f"HNSW index built in {out['hnsw_build_seconds']} s")
     return out
+
+
+def hold_hnsw(store: MemoryStore, hold: bool) -> None:
+    """Keep memdb from building the space's HNSW index during a load (memdb.hnsw_min_rows above
+    any load, for the database's new sessions: the store's pool is renewed), or stop keeping
+    it."""
+    dbname = psycopg.conninfo.conninfo_to_dict(store.db.dsn)["dbname"]
+    statement = ("ALTER DATABASE {} SET memdb.hnsw_min_rows = '999999999999'" if hold
+                 else "ALTER DATABASE {} RESET memdb.hnsw_min_rows")
+    with psycopg.connect(store.db.dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL(statement).format(sql.Identifier(dbname)))
+    store.db.reset()
 
 
 def vacuum_analyze(dsn: str) -> float:

@@ -192,7 +192,7 @@ def test_ensure_embedding_space_idempotent_and_indexed_on_demand(raw):
         (f"memories_hnsw_space_{sid}",),
     )
     assert "hnsw" in index and "vector_cosine_ops" in index and "vector(3)" in index
-    assert "WHERE (space_id = %s)" % sid in index
+    assert f"WHERE (space_id = {sid})" in index
     # with memdb.hnsw_min_rows = 0 a space's index is built when the space is registered
     raw.execute("SET memdb.hnsw_min_rows = 0")
     other = space(raw, "fixed-5d", 5)
