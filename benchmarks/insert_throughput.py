@@ -9,6 +9,11 @@ over 100 subjects) with precomputed random unit vectors (384 dims, fixed seed):
 - batch_sizes: N new memories per batch size (default 100, 500, 2000), each in its own fresh
                migrated database, so every run starts from the same empty table.
 
+The space's HNSW index is built by memdb once the database holds memdb.hnsw_min_rows memories
+(default 10,000: during the last batch of a 10,000-memory run) and maintained by every insert
+after that; --hnsw-min-rows 0 keeps it from the start (every insert maintains it), as memdb
+did before the index was built on demand.
+
 Each figure is the median of --repeat runs. Prints one JSON document and writes it to
 benchmarks/results/insert_throughput.json (or --json OUT). Drops the scratch databases.
 
@@ -166,7 +171,7 @@ def _figure(seconds: list[float], n: int, created: list[int], **extra: object) -
 
 
 def run(n: int, batch: int, batch_sizes: list[int], repeat: int, seed: int,
-        dsn: str | None) -> dict:
+        dsn: str | None, hnsw_min_rows: int | None = None) -> dict:
     t0 = time.perf_counter()
     inputs = synthetic_inputs(n, seed)
     data_seconds = time.perf_counter() - t0
@@ -188,8 +193,13 @@ def run(n: int, batch: int, batch_sizes: list[int], repeat: int, seed: int,
             def one_run(batch_size: int, with_duplicates: bool) -> tuple:
                 db = scratch.fresh()
                 try:
+                    if hnsw_min_rows is not None:  # before the space is registered
+                        with psycopg.connect(db, autocommit=True) as conn:
+                            conn.execute(sql.SQL("ALTER DATABASE {} SET memdb.hnsw_min_rows = {}")
+                                         .format(sql.Identifier(conninfo_to_dict(db)["dbname"]),
+                                                 sql.Literal(str(hnsw_min_rows))))
                     with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
-                        store.space_id()  # registers the space and builds its HNSW index
+                        store.space_id()  # registers the space (its HNSW index: see below)
                         first = _timed_add(store, inputs, batch_size)
                         log(f"batch {batch_size}: {n} new rows in {first[0]:.2f} s")
                         assert store.count() == n, "every synthetic memory is distinct"
@@ -221,6 +231,7 @@ def run(n: int, batch: int, batch_sizes: list[int], repeat: int, seed: int,
         "dims": DIMS,
         "subjects": SUBJECTS,
         "seed": seed,
+        "hnsw_min_rows": hnsw_min_rows,
         "repeat": repeat,
         "statistic": "median",
         "server": {"how": how, "postgresql": pg_version, "pgvector": vector_version},
@@ -248,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--dsn", help="server to use (default $MEMDB_DSN, else embedded); "
                                       "the user must be allowed to create databases")
+    parser.add_argument("--hnsw-min-rows", type=int,
+                        help="memdb.hnsw_min_rows of each scratch database (0: the HNSW index "
+                             "kept from the start; default: memdb's own threshold)")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT,
                         help="where to write the JSON (default benchmarks/results/)")
     args = parser.parse_args(argv)
@@ -255,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.n < 1 or args.batch < 1 or args.repeat < 1 or any(s < 1 for s in sizes):
         parser.error("--n, --batch, --repeat and batch sizes must be positive")
 
-    result = run(args.n, args.batch, sizes, args.repeat, args.seed, args.dsn)
+    result = run(args.n, args.batch, sizes, args.repeat, args.seed, args.dsn, args.hnsw_min_rows)
     emit(result, args.json)
     return 0
 

@@ -48,9 +48,11 @@ def _built(raw: psycopg.Connection, sid: int) -> bool:
                        (f"memdb.memories_hnsw_space_{sid}",)).fetchone()[0]
 
 
-def _add(conn: psycopg.Connection, n: int, sid: int, tag: str, subject: str = "s") -> list:
+def _add(conn: psycopg.Connection, n: int, sid: int, tag: str, subject: str = "s",
+         tenant: str = "default") -> list:
     rng = np.random.default_rng(len(tag) + n)
-    items = [{"content": f"{tag} 记录 {i}", "subject": subject} for i in range(n)]
+    items = [{"content": f"{tag} 记录 {i}", "subject": subject, "tenant": tenant}
+             for i in range(n)]
     vectors = [v / np.linalg.norm(v) for v in rng.normal(size=(n, DIMS)).astype(np.float32)]
     return conn.execute("SELECT id, created FROM memdb.add_memories(%s, %s, %s)",
                         (Jsonb(items), vectors, sid)).fetchall()
@@ -161,6 +163,7 @@ def test_two_writers_crossing_together_both_write(raw, fresh_db):
     from pgvector.psycopg import register_vector
 
     _threshold(raw, fresh_db, 20)
+    raw.execute("SET memdb.hnsw_min_rows = 20")
     sid = _space(raw)
     _add(raw, 15, sid, "base")
     barrier = threading.Barrier(2)
@@ -241,3 +244,30 @@ def test_malformed_threshold_through_the_admin_api(raw, fresh_db):
     _threshold(raw, fresh_db, "-1")
     with MemoryAdmin(fresh_db) as admin, pytest.raises(InvalidInput, match="hnsw_min_rows"):
         admin.vector_indexes()
+
+
+def test_the_admins_build_waits_for_a_writer_and_a_write_does_not(raw, fresh_db):
+    """A write that crosses the threshold while another transaction is writing the table gives
+    way at once (NOTICE); the admin's build waits for that writer and then builds."""
+    from pgvector.psycopg import register_vector
+
+    raw.execute("SET memdb.hnsw_min_rows = 2")
+    sid = _space(raw)
+    with psycopg.connect(fresh_db) as writer:
+        register_vector(writer)
+        # another tenant's write (the same tenant's would wait for its BM25 statistics row) in
+        # a transaction that stays open: a lock on the table
+        _add(writer, 1, sid, "open", "w", tenant="other")
+        notices: list[str] = []
+        raw.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        _add(raw, 2, sid, "crossing")
+        assert not _built(raw, sid) and any("was not built now" in n for n in notices)
+        timer = threading.Timer(0.5, writer.commit)
+        timer.start()
+        try:
+            assert raw.execute("SELECT memdb.ensure_vector_index(%s, true)",
+                               (sid,)).fetchone()[0] is True
+        finally:
+            timer.join()
+    assert _built(raw, sid)
+    assert raw.execute("SELECT count(*) FROM memdb.memories").fetchone()[0] == 3

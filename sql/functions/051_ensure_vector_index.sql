@@ -3,7 +3,7 @@
 -- on embedding::vector(dims), cosine), built when a search could use it. memdb.search_vector
 -- ranks a search's rows exactly (no index) while at most 10,000 memories pass its filter, so a
 -- database holding fewer memories than that never reads the index, and keeping it would cost
--- every write its HNSW insertion (1.1-1.6 ms of a 3.7 ms add at 1,000 memories,
+-- every write its HNSW insertion (1.4 ms of a 3.95 ms add at 1,000 memories,
 -- benchmarks/call_breakdown.py). So the index is built once the database holds
 -- memdb.hnsw_min_rows current memories (a setting, default 10000; 0 builds it with the space):
 -- memdb.write_memories and memdb.ingest_documents call this after their inserts, and
@@ -18,8 +18,9 @@
 -- that moment (the build takes its lock without waiting: waiting for writers that queue behind
 -- this transaction's own locks would deadlock). Then a NOTICE says so and the next write tries
 -- again; the write itself goes on.
--- p_force: build it now whatever the count (the admin's call, e.g. before a bulk import;
--- a caller that row-level security confines gets insufficient_privilege, 42501).
+-- p_force: build it now whatever the count, waiting for the writers inside the table (the
+-- admin's call, e.g. before a bulk import; a caller that row-level security confines gets
+-- insufficient_privilege, 42501).
 -- SECURITY DEFINER: the application role cannot create indexes; this runs as the schema owner
 -- with a fixed search_path and every name qualified.
 -- Example: SELECT memdb.ensure_vector_index(1, true);
@@ -73,7 +74,11 @@ BEGIN
         -- NOWAIT: a build that waited for the writers now inside memdb.memories could wait in
         -- a cycle with them (they queue behind this transaction's locks, e.g. its tenant's
         -- BM25 statistics); while any of them is there, a later write builds it instead
-        LOCK TABLE memdb.memories IN SHARE MODE NOWAIT;
+        IF p_force THEN
+            LOCK TABLE memdb.memories IN SHARE MODE;  -- the admin's call: waits for the writers
+        ELSE
+            LOCK TABLE memdb.memories IN SHARE MODE NOWAIT;
+        END IF;
         EXECUTE format(
             'CREATE INDEX IF NOT EXISTS %I ON memdb.memories USING hnsw ((embedding::%I.vector(%s)) %I.vector_cosine_ops) WHERE space_id = %s',
             v_index, v_ext, v_dims, v_ext, p_space_id);
