@@ -286,8 +286,12 @@ def crashed(tmp_path_factory):
             time.sleep(random.uniform(0.0, 0.01))
             killed = _kill_server(first.pgdata)
         acked_at_kill = len(acked)
-        try:  # the writer now fails (DatabaseUnavailable); it must not be left behind
-            child.wait(15)
+        # the writer now fails (DatabaseUnavailable); it must not be left behind. Killed inside
+        # a batch, its call fails at once; when the batch committed just before the kill (a
+        # 50-row batch takes ~15 ms), its next call waits for a pooled connection first, up to
+        # the pool's 30 s, and then fails the same way
+        try:
+            child.wait(45)
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait(5)
