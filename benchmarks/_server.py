@@ -52,6 +52,46 @@ def server(dsn: str | None) -> Iterator[tuple[str, str]]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@contextmanager
+def scratch_database(admin_dsn: str, prefix: str) -> Iterator[tuple[str, str]]:
+    """(DSN, name) of a new, migrated database named ``prefix_<pid>_<random>`` on the server of
+    ``admin_dsn``; dropped at the end, also when the run fails."""
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    from memdb.core.migrations import upgrade
+
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        db = with_db(admin_dsn, name)
+        upgrade(db)
+        yield db, name
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)))
+
+
+def set_hnsw_min_rows(dsn: str, rows: int | None) -> None:
+    """memdb.hnsw_min_rows for the new sessions of ``dsn``'s database (None: memdb's own).
+    With it above a load, memdb builds no HNSW index during the load (docs/configuration.md,
+    "When the HNSW index is built")."""
+    import psycopg
+    from psycopg import sql
+
+    name = sql.Identifier(conninfo_to_dict(dsn)["dbname"])
+    statement = (sql.SQL("ALTER DATABASE {} RESET memdb.hnsw_min_rows").format(name)
+                 if rows is None else
+                 sql.SQL("ALTER DATABASE {} SET memdb.hnsw_min_rows = {}").format(
+                     name, sql.Literal(str(rows))))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(statement)
+
+
 def with_db(dsn: str, dbname: str) -> str:
     """The same server DSN, pointing at another database."""
     params = conninfo_to_dict(dsn)

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, server, with_db  # noqa: I001  (benchmarks/ sibling)
+from _server import RandomEmbedder, emit, scratch_database, server, set_hnsw_min_rows  # noqa: I001
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -71,7 +71,6 @@ if str(ROOT) not in sys.path:  # run from a source checkout without installing
 
 from memdb import MemoryStore  # noqa: E402
 from memdb.core import sql as sql_files  # noqa: E402
-from memdb.core.migrations import upgrade  # noqa: E402
 from memdb.retrieval.search import DEFAULT_OPTIONS  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "call_breakdown.json"
@@ -284,29 +283,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit("--hnsw-min-rows applies to a scratch database, not --reuse")
         result["measured"] = measure(args.reuse, args)
     else:
-        with server(args.dsn) as (admin_dsn, _how):
-            name = f"memdb_bench_breakdown_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-            db = with_db(admin_dsn, name)
-            with psycopg.connect(admin_dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            try:
-                upgrade(db)
-                if args.hnsw_min_rows is not None:  # before the space exists: 0 builds it now
-                    with psycopg.connect(db, autocommit=True) as conn:
-                        conn.execute(sql.SQL("ALTER DATABASE {} SET memdb.hnsw_min_rows = {}")
-                                     .format(sql.Identifier(name),
-                                             sql.Literal(str(args.hnsw_min_rows))))
-                subjects = [f"user_{i:04d}" for i in range(args.subjects)]
-                with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
-                                 gate=None) as store:
-                    result["load"] = load(store, synthetic_docs(args.n, subjects, args.seed),
-                                          args.seed, 10_000, 500)
-                vacuum_analyze(db)
-                result["measured"] = measure(db, args)
-            finally:
-                with psycopg.connect(admin_dsn, autocommit=True) as conn:
-                    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                        sql.Identifier(name)))
+        with server(args.dsn) as (admin_dsn, _how), \
+                scratch_database(admin_dsn, "memdb_bench_breakdown") as (db, _name):
+            if args.hnsw_min_rows is not None:  # before the space exists: 0 builds it now
+                set_hnsw_min_rows(db, args.hnsw_min_rows)
+            subjects = [f"user_{i:04d}" for i in range(args.subjects)]
+            with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
+                             gate=None) as store:
+                result["load"] = load(store, synthetic_docs(args.n, subjects, args.seed),
+                                      args.seed, 10_000, 500)
+            vacuum_analyze(db)
+            result["measured"] = measure(db, args)
     result["loadavg_1min_end"] = os.getloadavg()[0]
     emit(result, args.json)
     return 0

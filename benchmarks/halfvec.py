@@ -39,7 +39,6 @@ import argparse
 import os
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,7 +46,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, server, with_db  # noqa: I001  (benchmarks/ sibling)
+from _server import RandomEmbedder, emit, scratch_database, server  # noqa: I001
 from psycopg import sql
 from search_latency import (  # noqa: I001  (benchmarks/ sibling module: the scale loader)
     DIMS,
@@ -67,7 +66,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memdb import MemoryStore  # noqa: E402
-from memdb.core.migrations import upgrade  # noqa: E402
 
 SCHEMA = "halfvec_bench"
 TYPES = {"vector": "vector_cosine_ops", "halfvec": "halfvec_cosine_ops"}
@@ -277,12 +275,7 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
     embedder = RandomEmbedder("bench-random")
     with server(args.dsn) as (admin_dsn, how):
         result["server_how"] = how
-        name = f"memdb_bench_halfvec_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        db = with_db(admin_dsn, name)
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        try:
-            upgrade(db)
+        with scratch_database(admin_dsn, "memdb_bench_halfvec") as (db, name):
             result["server"] = server_info(db)
             with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
                 hold_hnsw(store, True)  # load without HNSW
@@ -309,8 +302,8 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
                     builds.append(build_hnsw(db, typ, workers, args.maintenance_work_mem))
             result["hnsw_builds"] = builds
             with psycopg.connect(db, autocommit=True) as conn:
-                # memdb.memories has no HNSW index here (dropped for the load): today's index is
-                # memories_vector_hnsw on the copy, the same rows and definition
+                # memdb.memories has no HNSW index here (held off during the load): today's index
+                # is memories_vector_hnsw on the copy, the same rows and definition
                 conn.execute("ANALYZE memdb.memories")
                 sizes = {
                     t: relation_bytes(conn, t)
@@ -330,11 +323,6 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
             result["bytes_per_memory"] = {t: per_row(s, args.n) for t, s in sizes.items()}
             log("timing the vector route's statements on both copies")
             result["latency_ms"] = latency(db, space_id, queries, args.warmup)
-        finally:
-            with psycopg.connect(admin_dsn, autocommit=True) as conn:
-                conn.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                )
     result["loadavg_1min_end"] = round(os.getloadavg()[0], 2)
     return result
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import RandomEmbedder, emit, server, set_hnsw_min_rows, with_db  # noqa: I001
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
@@ -194,10 +194,7 @@ def run(n: int, batch: int, batch_sizes: list[int], repeat: int, seed: int,
                 db = scratch.fresh()
                 try:
                     if hnsw_min_rows is not None:  # before the space is registered
-                        with psycopg.connect(db, autocommit=True) as conn:
-                            conn.execute(sql.SQL("ALTER DATABASE {} SET memdb.hnsw_min_rows = {}")
-                                         .format(sql.Identifier(conninfo_to_dict(db)["dbname"]),
-                                                 sql.Literal(str(hnsw_min_rows))))
+                        set_hnsw_min_rows(db, hnsw_min_rows)
                     with MemoryStore(db, embedder=embedder, pool_size=2, gate=None) as store:
                         store.space_id()  # registers the space (its HNSW index: see below)
                         first = _timed_add(store, inputs, batch_size)

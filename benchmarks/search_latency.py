@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, server, with_db  # noqa: I001  (benchmarks/ sibling module)
+from _server import RandomEmbedder, emit, server, set_hnsw_min_rows, with_db  # noqa: I001
 from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -400,13 +400,8 @@ def load(
 
 def hold_hnsw(store: MemoryStore, hold: bool) -> None:
     """Keep memdb from building the space's HNSW index during a load (memdb.hnsw_min_rows above
-    any load, for the database's new sessions: the store's pool is renewed), or stop keeping
-    it."""
-    dbname = psycopg.conninfo.conninfo_to_dict(store.db.dsn)["dbname"]
-    statement = ("ALTER DATABASE {} SET memdb.hnsw_min_rows = '999999999999'" if hold
-                 else "ALTER DATABASE {} RESET memdb.hnsw_min_rows")
-    with psycopg.connect(store.db.dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL(statement).format(sql.Identifier(dbname)))
+    any load), or stop keeping it; the store's pool is renewed so its sessions see it."""
+    set_hnsw_min_rows(store.db.dsn, 999_999_999_999 if hold else None)
     store.db.reset()
 
 

@@ -129,7 +129,13 @@ def test_a_malformed_threshold_is_a_clear_error_and_writes_nothing(raw, fresh_db
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         raw.execute("SELECT memdb.ensure_vector_index(%s)", (sid,))
     assert raw.execute("SELECT to_regclass('memdb.memories') IS NOT NULL").fetchone()[0]
+    raw.execute("SET memdb.hnsw_min_rows = '２０'")  # full-width digits are no number either
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="whole number"):
+        raw.execute("SELECT memdb.hnsw_min_rows()")
+    raw.execute("SET memdb.hnsw_min_rows = ' 42 '")
+    assert raw.execute("SELECT memdb.hnsw_min_rows()").fetchone()[0] == 42
     raw.execute("RESET memdb.hnsw_min_rows")
+    assert raw.execute("SELECT memdb.hnsw_min_rows()").fetchone()[0] == 10000
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="no embedding space"):
         raw.execute("SELECT memdb.ensure_vector_index(999)")
 
@@ -204,6 +210,10 @@ def test_the_admin_builds_it_now_and_a_confined_caller_may_not(raw, fresh_db):
         with psycopg.connect(**params, autocommit=True) as app:
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only the admin"):
                 app.execute("SELECT memdb.ensure_vector_index(%s, true)", (sid,))
+            # without force the application role may ask, as its writes do: below the
+            # threshold nothing is built
+            assert app.execute("SELECT memdb.ensure_vector_index(%s)", (sid,)).fetchone()[0] \
+                is False
         assert not _built(raw, sid)
         with MemoryStore(fresh_db, embedder=FixedEmbedder(), gate=None) as store:
             with pytest.raises(Forbidden):  # a store acts as the application role

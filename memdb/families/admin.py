@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 from ..core import sql
 from ..core import validate as v
 from ..core.connection import Database, set_local
-from ..core.errors import Forbidden, InvalidInput
+from ..core.errors import Forbidden
 
 __all__ = ["MemoryAdmin"]
 
@@ -118,14 +118,9 @@ class MemoryAdmin:
         return self._vector_indexes() if build else rows
 
     def _vector_indexes(self) -> list[dict[str, Any]]:
+        """memdb.hnsw_min_rows() raises 22023 (InvalidInput) for a malformed setting."""
         with self.db.transaction() as conn:
-            rows = [dict(r) for r in conn.execute(sql.query("vector_indexes")).fetchall()]
-        for row in rows:
-            if not str(row["min_rows"]).isdigit():
-                raise InvalidInput("memdb.hnsw_min_rows must be a whole number of memories "
-                                   f"(0 or more), got {row['min_rows']!r}")
-            row["min_rows"] = int(row["min_rows"])
-        return rows
+            return [dict(r) for r in conn.execute(sql.query("vector_indexes")).fetchall()]
 
     def retokenize(self, *, tenant: str | None = None) -> int:
         """Re-derive the keyword index (``tsv``) of every tenant's memories (or only

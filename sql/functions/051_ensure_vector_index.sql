@@ -1,3 +1,24 @@
+-- memdb.hnsw_min_rows() -> bigint
+-- The setting memdb.hnsw_min_rows: how many current memories the database holds before memdb
+-- builds an embedding space's HNSW index (default 10000; 0: with the space). A value that is
+-- not a whole number raises invalid_parameter_value (22023).
+-- Example: SELECT memdb.hnsw_min_rows();
+CREATE OR REPLACE FUNCTION memdb.hnsw_min_rows()
+RETURNS bigint
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_setting text := nullif(btrim(current_setting('memdb.hnsw_min_rows', true)), '');
+BEGIN
+    IF v_setting IS NOT NULL AND v_setting !~ '^[0-9]{1,12}$' THEN
+        RAISE EXCEPTION 'memdb.hnsw_min_rows must be a whole number of memories (0 or more), got "%"', v_setting
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN coalesce(v_setting::bigint, 10000);
+END
+$$;
+
 -- memdb.ensure_vector_index(p_space_id integer, p_force boolean DEFAULT false) -> boolean
 -- The HNSW index of an embedding space (memories_hnsw_space_{id}: a partial expression index
 -- on embedding::vector(dims), cosine), built when a search could use it. memdb.search_vector
@@ -5,7 +26,7 @@
 -- database holding fewer memories than that never reads the index, and keeping it would cost
 -- every write its HNSW insertion (1.4 ms of a 3.95 ms add at 1,000 memories,
 -- benchmarks/call_breakdown.py). So the index is built once the database holds
--- memdb.hnsw_min_rows current memories (a setting, default 10000; 0 builds it with the space):
+-- memdb.hnsw_min_rows() current memories (a setting, default 10000; 0 builds it with the space):
 -- memdb.write_memories and memdb.ingest_documents call this after their inserts, and
 -- memdb.ensure_embedding_space when it registers a space. The write that crosses the
 -- threshold builds it (about 2 s at 10,000 memories on 2 cores; other writers wait for it,
@@ -32,7 +53,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_index text := 'memories_hnsw_space_' || p_space_id;
-    v_setting text := nullif(btrim(current_setting('memdb.hnsw_min_rows', true)), '');
     v_min bigint;
     v_rows bigint;
     v_dims integer;
@@ -44,11 +64,7 @@ BEGIN
     IF to_regclass('memdb.' || v_index) IS NOT NULL THEN
         RETURN true;
     END IF;
-    IF v_setting IS NOT NULL AND v_setting !~ '^[0-9]{1,12}$' THEN
-        RAISE EXCEPTION 'memdb.hnsw_min_rows must be a whole number of memories (0 or more), got "%"', v_setting
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    v_min := coalesce(v_setting::bigint, 10000);
+    v_min := memdb.hnsw_min_rows();
     SELECT es.dims INTO v_dims FROM memdb.embedding_spaces es WHERE es.id = p_space_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no embedding space %', p_space_id USING ERRCODE = 'invalid_parameter_value';

@@ -51,8 +51,7 @@ SELECT es.id AS space_id, es.model, es.dims,
        'memdb.memories_hnsw_space_' || es.id AS index,
        to_regclass('memdb.memories_hnsw_space_' || es.id) IS NOT NULL AS built,
        (SELECT coalesce(sum(s.doc_count), 0) FROM memdb.bm25_stats s)::bigint AS memories,
-       coalesce(nullif(btrim(current_setting('memdb.hnsw_min_rows', true)), ''), '10000')
-           AS min_rows
+       memdb.hnsw_min_rows() AS min_rows
 FROM memdb.embedding_spaces es
 ORDER BY es.id;
 
