@@ -100,3 +100,34 @@ def test_a_second_call_sees_the_first_and_statistics_stay_exact(conn):
     _statistics_match(conn)
     conn.execute("DELETE FROM memdb.memories WHERE subject = 'u1'")
     _statistics_match(conn)
+
+
+def test_the_write_path_keeps_generic_plans_and_its_outcomes(conn):
+    """On plain PostgreSQL memdb.write_memories runs with plan_cache_mode force_generic_plan
+    (set by the migration): its near-duplicate look-up was planned anew on every add when
+    custom plans looked cheaper. The outcomes must not depend on the plans: in one session, past
+    the calls plpgsql plans as custom ones, a near duplicate (English, then Chinese) still merges,
+    into a stored row and into a row of the same call, and a new text is still created."""
+    config = conn.execute("SELECT proconfig FROM pg_proc WHERE proname = 'write_memories' "
+                          "AND pronamespace = 'memdb'::regnamespace").fetchone()[0]
+    assert "plan_cache_mode=force_generic_plan" in (config or [])
+    options = {"near_dup_threshold": 0.95}
+    for n in range(8):
+        base = _unit(100 + n)
+        near = base + 0.01 * _unit(200 + n)
+        near /= np.linalg.norm(near)
+        text = (f"Bob keeps {n} bonsai trees on the balcony" if n % 2
+                else f"鲍勃在阳台上养了{n}棵盆景")
+        first = _write(conn, [{"content": text, "subject": "bob", "category": "general"}],
+                       [base], options)
+        assert [r[2] for r in first] == ["created"], n
+        again = _write(conn, [{"content": text.upper() + "!", "subject": "bob",
+                               "category": "general"},
+                              {"content": f"new {n}: {text} in pots", "subject": "bob",
+                               "category": "general"},
+                              {"content": f"NEW {n}: {text} in pots.", "subject": "bob",
+                               "category": "general"}],
+                       [near, _unit(300 + n), _unit(300 + n)], options)
+        assert [r[2] for r in again] == ["merged", "created", "merged"], n
+        assert again[0][3] == first[0][1] and again[2][3] == again[1][1], n
+    _statistics_match(conn)

@@ -39,6 +39,8 @@
 -- category) of the batch, in sorted order, so concurrent writers of the same subject and
 -- category queue and the second sees the first's row; the unique dedup index is the last
 -- line of defence (an insert that still collides becomes a duplicate bump).
+-- On plain PostgreSQL the function runs its statements with generic plans (plan_cache_mode,
+-- set by the migration: generic_plan_functions in sql/queries/citus.sql).
 -- After its inserts the call has memdb.ensure_vector_index build space p_space_id's HNSW index
 -- when the database has come to hold memdb.hnsw_min_rows memories (default 10000).
 -- Example: SELECT * FROM memdb.write_memories('[{"content": "我喜欢喝绿茶", "subject": "alice",
@@ -84,58 +86,65 @@ DECLARE
     o_rel uuid[] := '{}';
     o_sim double precision[] := '{}';
     o_det text[] := '{}';
-    bad text;
     chk record;
-    c_text_keys constant text[] := ARRAY['tenant', 'subject', 'agent', 'scope', 'project_id',
-        'session_id', 'kind', 'category', 'content', 'uri', 'search_context', 'norm_key',
-        'source_type', 'source_id', 'created_by', 'created_at', 'expires_at', 'status',
-        'correction_of'];
-    c_number_keys constant text[] := ARRAY['importance', 'confidence', 'tag_version',
-                                           'ttl_seconds'];
+    -- the keys an item may have, with the JSON type of each
+    c_types constant jsonb := jsonb_build_object(
+        'tenant', 'string', 'subject', 'string', 'agent', 'string', 'scope', 'string',
+        'project_id', 'string', 'session_id', 'string', 'kind', 'string', 'category', 'string',
+        'content', 'string', 'uri', 'string', 'search_context', 'string', 'norm_key', 'string',
+        'source_type', 'string', 'source_id', 'string', 'created_by', 'string',
+        'created_at', 'string', 'expires_at', 'string', 'status', 'string',
+        'correction_of', 'string', 'importance', 'number', 'confidence', 'number',
+        'tag_version', 'number', 'ttl_seconds', 'number', 'metadata', 'object', 'tags', 'array');
 BEGIN
     IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array' THEN
         RAISE EXCEPTION 'items must be a JSON array' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    FOR chk IN SELECT i.ord::integer AS ord, i.item
-             FROM jsonb_array_elements(p_items) WITH ORDINALITY AS i(item, ord) ORDER BY i.ord
-    LOOP
-        IF jsonb_typeof(chk.item) <> 'object' THEN
-            RAISE EXCEPTION 'item %: a memory must be a JSON object, got %', chk.ord, jsonb_typeof(chk.item)
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO bad
-        FROM jsonb_object_keys(chk.item) k
-        WHERE k <> ALL (c_text_keys || c_number_keys || ARRAY['metadata', 'tags']);
-        IF bad IS NOT NULL THEN
-            RAISE EXCEPTION 'item %: unknown key %', chk.ord, bad
-                USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'keys: ' || array_to_string(c_text_keys || c_number_keys || ARRAY['metadata', 'tags'], ', ');
-        END IF;
-        IF jsonb_typeof(chk.item -> 'content') IS DISTINCT FROM 'string' THEN
-            RAISE EXCEPTION 'item %: content must be a JSON string, got %', chk.ord,
-                coalesce(jsonb_typeof(chk.item -> 'content'), 'nothing')
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        SELECT string_agg(format('%s (%s, expected %s)', e.key, jsonb_typeof(e.value),
-                                 CASE WHEN e.key = ANY (c_text_keys) THEN 'string'
-                                      WHEN e.key = ANY (c_number_keys) THEN 'number'
-                                      WHEN e.key = 'metadata' THEN 'object' ELSE 'array' END),
-                          ', ' ORDER BY e.key) INTO bad
-        FROM jsonb_each(chk.item) e
-        WHERE jsonb_typeof(e.value) <> 'null'
-          AND jsonb_typeof(e.value) <> CASE WHEN e.key = ANY (c_text_keys) THEN 'string'
-                                            WHEN e.key = ANY (c_number_keys) THEN 'number'
-                                            WHEN e.key = 'metadata' THEN 'object'
-                                            ELSE 'array' END;
-        IF bad IS NOT NULL THEN
-            RAISE EXCEPTION 'item %: wrong type for %', chk.ord, bad
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        IF (chk.item ->> 'ttl_seconds')::double precision <= 0 THEN
-            RAISE EXCEPTION 'item %: ttl_seconds must be positive, got %', chk.ord, chk.item ->> 'ttl_seconds'
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END LOOP;
+    -- every item checked in one statement (the first bad one, in input order, fails the call);
+    -- each key's expected JSON type looked up in c_types
+    SELECT c.ord, c.problem, c.detail INTO chk
+    FROM (SELECT i.ord::integer AS ord,
+                 CASE WHEN jsonb_typeof(i.item) <> 'object' THEN 'type'
+                      WHEN x.unknown IS NOT NULL THEN 'unknown'
+                      WHEN jsonb_typeof(i.item -> 'content') IS DISTINCT FROM 'string' THEN 'content'
+                      WHEN x.wrong IS NOT NULL THEN 'wrong'
+                      WHEN (i.item ->> 'ttl_seconds')::double precision <= 0 THEN 'ttl' END AS problem,
+                 CASE WHEN jsonb_typeof(i.item) <> 'object' THEN jsonb_typeof(i.item)
+                      WHEN x.unknown IS NOT NULL THEN x.unknown
+                      WHEN jsonb_typeof(i.item -> 'content') IS DISTINCT FROM 'string'
+                          THEN coalesce(jsonb_typeof(i.item -> 'content'), 'nothing')
+                      WHEN x.wrong IS NOT NULL THEN x.wrong
+                      ELSE i.item ->> 'ttl_seconds' END AS detail
+          FROM jsonb_array_elements(p_items) WITH ORDINALITY AS i(item, ord)
+          CROSS JOIN LATERAL (
+              SELECT string_agg(format('%I', e.key), ', ' ORDER BY e.key)
+                         FILTER (WHERE NOT c_types ? e.key) AS unknown,
+                     string_agg(format('%s (%s, expected %s)', e.key, jsonb_typeof(e.value),
+                                       c_types ->> e.key), ', ' ORDER BY e.key)
+                         FILTER (WHERE c_types ? e.key
+                                   AND jsonb_typeof(e.value) NOT IN ('null', c_types ->> e.key)) AS wrong
+              FROM jsonb_each(CASE WHEN jsonb_typeof(i.item) = 'object' THEN i.item
+                                   ELSE '{}'::jsonb END) e) x) c
+    WHERE c.problem IS NOT NULL
+    ORDER BY c.ord
+    LIMIT 1;
+    IF chk.problem = 'type' THEN
+        RAISE EXCEPTION 'item %: a memory must be a JSON object, got %', chk.ord, chk.detail
+            USING ERRCODE = 'invalid_parameter_value';
+    ELSIF chk.problem = 'unknown' THEN
+        RAISE EXCEPTION 'item %: unknown key %', chk.ord, chk.detail
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'keys: ' || (SELECT string_agg(k, ', ' ORDER BY k) FROM jsonb_object_keys(c_types) k);
+    ELSIF chk.problem = 'content' THEN
+        RAISE EXCEPTION 'item %: content must be a JSON string, got %', chk.ord, chk.detail
+            USING ERRCODE = 'invalid_parameter_value';
+    ELSIF chk.problem = 'wrong' THEN
+        RAISE EXCEPTION 'item %: wrong type for %', chk.ord, chk.detail
+            USING ERRCODE = 'invalid_parameter_value';
+    ELSIF chk.problem = 'ttl' THEN
+        RAISE EXCEPTION 'item %: ttl_seconds must be positive, got %', chk.ord, chk.detail
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     FOR lock_key IN
         SELECT DISTINCT memdb.write_lock_key(coalesce(x.item ->> 'tenant', 'default'),
                                              coalesce(x.item ->> 'subject', 'default'),
