@@ -3,6 +3,8 @@ exactly what the full check accepts and refuses the rest with the same errors.""
 
 from __future__ import annotations
 
+import json
+
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
@@ -26,3 +28,44 @@ def test_good_filters_pass(raw, flt):
 def test_bad_filters_are_refused(raw, flt, error):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=error):
         raw.execute("SELECT memdb.check_filter(%s)", [Jsonb(flt)])
+
+
+@pytest.mark.parametrize("flt", [[], "alice", 3, None])
+def test_filters_that_are_no_object(raw, flt):
+    if flt is None:  # SQL NULL: no filter
+        assert raw.execute("SELECT memdb.check_filter(NULL)").fetchone()[0] is True
+        return
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="must be a JSON object"):
+        raw.execute("SELECT memdb.check_filter(%s)", [Jsonb(flt)])
+
+
+def test_the_quick_path_is_inlined_and_calls_no_function(raw):
+    """The quick path is a plain SQL expression the planner inlines into the statement calling
+    it (each route of a search checks its filter, once per call): with track_functions, 50
+    checks of a filter searches use most in one PL/pgSQL block call a function at most for its
+    first, custom-planned executions (which fold the call); any other filter calls the full
+    check every time."""
+    raw.execute("SET track_functions = 'all'")
+
+    def calls() -> dict[str, int]:
+        raw.execute("SELECT pg_stat_force_next_flush()")
+        raw.execute("SELECT pg_stat_clear_snapshot()")
+        return {r[0]: r[1] for r in raw.execute(
+            "SELECT funcname, calls FROM pg_stat_user_functions WHERE schemaname = 'memdb' "
+            "AND funcname IN ('check_filter', 'check_filter_keys')").fetchall()}
+
+    def check_50_times(flt) -> dict[str, int]:
+        before = calls()
+        literal = json.dumps(flt, ensure_ascii=False).replace("'", "''")
+        # a variable, as in the routes (a constant would be folded: a call at planning)
+        raw.execute(f"DO $$ DECLARE f jsonb := '{literal}'; BEGIN "
+                    "FOR i IN 1..50 LOOP PERFORM memdb.check_filter(f); END LOOP; END $$")
+        after = calls()
+        return {name: after.get(name, 0) - before.get(name, 0)
+                for name in ("check_filter", "check_filter_keys")}
+
+    for flt in ({}, {"subject": "alice"}, {"subject": ["鲍勃"]}):
+        made = check_50_times(flt)
+        assert made["check_filter"] <= 5 and made["check_filter_keys"] == 0, (flt, made)
+    made = check_50_times({"subject": "alice", "tags": ["work"]})
+    assert made["check_filter"] <= 5 and made["check_filter_keys"] >= 45, made
