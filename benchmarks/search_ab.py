@@ -37,10 +37,11 @@ from search_latency import TENANT, K, Query, _vec, synthetic_docs, synthetic_que
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "search_ab.json"
-FILES = ["080_search_vector.sql", "120_search_bm25.sql", "121_search_exact.sql",
-         "122_search_bm25_weighted.sql", "162_search_neighbors.sql", "160_search_hybrid.sql"]
-ROUTES = ["search_vector", "search_bm25", "search_exact", "search_bm25_weighted",
-          "search_neighbors", "search_hybrid"]
+FILES = ["031_check_filter.sql", "080_search_vector.sql", "120_search_bm25.sql",
+         "121_search_exact.sql", "122_search_bm25_weighted.sql", "162_search_neighbors.sql",
+         "160_search_hybrid.sql"]
+ROUTES = ["check_filter", "check_filter_keys", "search_vector", "search_bm25", "search_exact",
+          "search_bm25_weighted", "search_neighbors", "search_hybrid"]
 DEPTH = 50  # search_hybrid's per-route depth for k = 10
 DROP = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
 TIMER = """
