@@ -203,8 +203,12 @@ BEGIN
         CROSS JOIN LATERAL (SELECT m.subject, m.session_id, m.category, m.importance, m.created_at,
                                    m.status, m.valid_from, m.event_time, m.names_time
                             FROM memdb.memories m WHERE m.tenant = p_tenant AND m.id = fu.id OFFSET 0) m
-        LEFT JOIN memdb.memory_usage u ON u.tenant = p_tenant AND u.memory_id = fu.id
-                                       AND u.subject = coalesce(usage_subject, m.subject)
+        -- its use count, looked up per candidate and only for a weight that reads it (as a
+        -- join, the generic plan merged the tenant's whole usage table into every search:
+        -- 2.6 -> 18 ms for 90,000 usage rows)
+        LEFT JOIN LATERAL (SELECT u.use_count FROM memdb.memory_usage u
+                           WHERE use_mult AND u.tenant = p_tenant AND u.memory_id = fu.id
+                             AND u.subject = coalesce(usage_subject, m.subject) OFFSET 0) u ON true
         CROSS JOIN LATERAL (
             -- with no weight memdb.score_multiplier is exactly 1 (and reads six options per
             -- candidate to find out)
