@@ -25,6 +25,9 @@ around the call = store - pool_sql; transaction and isolation = pool_sql - direc
 mechanisms = direct_sql - direct_no_mechanisms; the routes inside the server = the three route
 calls less a round trip each; fusion and validation = direct_no_mechanisms - round trip - routes.
 
+``--usage-per-memory N`` first gives every memory use counts of N other subjects
+(memdb.memory_usage, as an application calling mark_used leaves them), which no search here reads.
+
 **Add**: ``--adds`` calls of ``store.add`` (default gate, a source id, a precomputed vector,
 unique text) into subject ``call_breakdown`` with ``track_functions = 'all'`` on the
 database, then the functions' own time per add (``pg_stat_user_functions``); and single-row
@@ -231,6 +234,20 @@ def add_breakdown(db: str, direct: psycopg.Connection, args: argparse.Namespace
                 direct, min(args.adds, 300), args.scratch_rows)}
 
 
+def add_usage(direct: psycopg.Connection, per_memory: int) -> int:
+    """Use counts (memdb.mark_used's table) of ``per_memory`` other subjects for every memory
+    of the tenant, as an application marking what it used would leave them; none is of a subject
+    the searches filter by. Returns the tenant's usage rows."""
+    with direct.transaction():
+        direct.execute("INSERT INTO memdb.memory_usage (tenant, memory_id, subject, use_count) "
+                       "SELECT m.tenant, m.id, 'reader_' || g, 1 + g %% 7 FROM memdb.memories m, "
+                       "generate_series(1, %s) g WHERE m.tenant = %s ON CONFLICT DO NOTHING",
+                       (per_memory, TENANT))
+    direct.execute("ANALYZE memdb.memory_usage")
+    return int(direct.execute("SELECT count(*) FROM memdb.memory_usage WHERE tenant = %s",
+                              (TENANT,)).fetchone()[0])
+
+
 def measure(db: str, args: argparse.Namespace) -> dict[str, Any]:
     subjects = [f"user_{i:04d}" for i in range(args.subjects)]
     docs = synthetic_docs(args.n, subjects, args.seed)
@@ -242,6 +259,8 @@ def measure(db: str, args: argparse.Namespace) -> dict[str, Any]:
         if not direct.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
                               ).fetchone()[0]:
             raise SystemExit("call_breakdown.py needs a superuser's connection")
+        if args.usage_per_memory:
+            out["usage_rows"] = add_usage(direct, args.usage_per_memory)
         with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
                          gate=None) as store:
             for scope in ("one_subject", "whole_tenant"):
@@ -271,12 +290,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hnsw-min-rows", type=int,
                         help="memdb.hnsw_min_rows of the scratch database (0: the HNSW index "
                              "kept from the start; default: memdb's own threshold)")
+    parser.add_argument("--usage-per-memory", type=int, default=0,
+                        help="use counts of this many other subjects for every memory before "
+                             "the searches (memdb.memory_usage; default 0)")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     result: dict[str, Any] = {
         "benchmark": "call_breakdown", "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "n": args.n, "subjects": args.subjects, "queries": args.queries, "adds": args.adds,
-        "seed": args.seed, "hnsw_min_rows": args.hnsw_min_rows, "cpus": os.cpu_count(),
+        "seed": args.seed, "hnsw_min_rows": args.hnsw_min_rows,
+        "usage_per_memory": args.usage_per_memory, "cpus": os.cpu_count(),
         "loadavg_1min_start": os.getloadavg()[0]}
     if args.reuse:
         if args.hnsw_min_rows is not None:
