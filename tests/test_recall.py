@@ -391,3 +391,42 @@ def test_anchor_matches_flat_search_beyond_the_candidate_depth(store):
             plan = QueryPlan(q, "tool_query", (TypedQuery(q, ("tools",), "bm25", 1.0),))
             res = store.recall(q, k=k, subject="deep", plan=plan, trace=False)
             assert sorted(h.memory.id for h in res) == sorted(flat), (q, k)
+
+
+def test_search_planned_reads_use_counts_only_for_the_hotness_weight(store, raw):
+    """memdb.search_planned looks a candidate's use count up only when the hotness weight reads
+    it (the other weights never do): without it memdb.memory_usage is not read at all, however
+    large; with it the subject's counts rank, not other subjects'. (On a Citus coordinator the
+    table's read counters miss the workers' shards: there only the rankings are checked.)"""
+    ids = [str(store.add(f"oolong tea note {i} / 乌龙茶笔记 {i}", subject="hot").id)
+           for i in range(6)]
+    for _ in range(9):
+        store.mark_used([ids[4]], subject="hot")
+    raw.execute("INSERT INTO memdb.memory_usage (tenant, memory_id, subject, use_count) "
+                "SELECT 'default', m.id, 'other' || g, 50 FROM memdb.memories m, "
+                "generate_series(1, 30) g WHERE m.id <> %s::uuid", (ids[4],))
+    plan = ('{"query": "oolong tea", "queries": [{"text": "oolong tea", "categories": [], '
+            '"strategy": "bm25", "weight": 1}]}')
+
+    def usage_reads() -> int:
+        raw.execute("SELECT pg_stat_force_next_flush()")
+        raw.execute("SELECT pg_stat_clear_snapshot()")
+        return raw.execute("SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM "
+                           "pg_stat_user_tables WHERE relid = 'memdb.memory_usage'::regclass"
+                           ).fetchone()[0]
+
+    def planned(options: str) -> list[str]:
+        rows = raw.execute("SELECT rank, id FROM memdb.search_planned('default', %s, NULL, 6, "
+                           "'{\"subject\": \"hot\"}', %s) WHERE rank > 0 ORDER BY rank",
+                           (plan, options)).fetchall()
+        return [str(r[1]) for r in rows]
+
+    for _ in range(7):  # past the custom plans
+        planned('{"routes": ["bm25"]}')
+    local = not raw.execute("SELECT count(*) FROM pg_extension WHERE extname = 'citus'"
+                            ).fetchone()[0]
+    before = usage_reads()
+    plain = planned('{"routes": ["bm25"], "importance_weight": 0.5, "decay_weight": 0.5}')
+    assert set(plain) == set(ids) and (usage_reads() == before or not local)
+    hot = planned('{"routes": ["bm25"], "hotness_weight": 1}')
+    assert hot[0] == ids[4] and (usage_reads() > before or not local)

@@ -66,6 +66,7 @@ DECLARE
     w_vector double precision := coalesce((o #>> '{weights,vector}')::double precision, 1);
     w_bm25 double precision := coalesce((o #>> '{weights,bm25}')::double precision, 1);
     w_exact double precision := coalesce((o #>> '{weights,exact}')::double precision, 1);
+    use_hot boolean := coalesce((o ->> 'hotness_weight')::double precision, 0) <> 0;
     depth integer := greatest(50, 2 * p_k);
     q jsonb;
     i integer := 0;
@@ -244,8 +245,11 @@ BEGIN
     FROM fu
     CROSS JOIN LATERAL (SELECT coalesce(fu.flat_rank <= anchor_k, false) AS anchored) an
     JOIN memdb.memories m ON m.tenant = p_tenant AND m.id = fu.id
-    LEFT JOIN memdb.memory_usage u ON u.tenant = m.tenant AND u.memory_id = m.id
-                                   AND u.subject = coalesce(usage_subject, m.subject)
+    -- the use count, looked up per candidate and only when the hotness weight reads it (as
+    -- a join, a generic plan could read the tenant's whole usage table in every search)
+    LEFT JOIN LATERAL (SELECT u.use_count FROM memdb.memory_usage u
+                       WHERE use_hot AND u.tenant = m.tenant AND u.memory_id = m.id
+                         AND u.subject = coalesce(usage_subject, m.subject) OFFSET 0) u ON true
     CROSS JOIN LATERAL (
         SELECT memdb.score_multiplier(m.category, m.importance, u.use_count,
                                       extract(epoch FROM v_now - m.created_at) / 86400.0, o) AS mult
