@@ -27,9 +27,18 @@ def effects(raw):
     return raw
 
 
+def _line(out) -> str:
+    """The zygote's next line; a clear failure at its end (it died) instead of reading ''
+    for ever."""
+    line = out.readline()
+    if not line:
+        raise AssertionError("the worker zygote's output ended (did it die?)")
+    return line.strip()
+
+
 def _next_pid(out) -> int:
     while True:
-        line = out.readline().strip()
+        line = _line(out)
         if line.isdigit():
             return int(line)
 
@@ -48,12 +57,12 @@ def test_sigkill_mid_job_applies_every_effect_exactly_once(fresh_db, embedder, e
                                    store.db.dsn], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=env)
         try:
-            assert zygote.stdout.readline().strip() == "ready"
+            assert _line(zygote.stdout) == "ready"
             for _ in range(KILLS):
                 zygote.stdin.write("fork\n")
                 zygote.stdin.flush()
                 pid = _next_pid(zygote.stdout)
-                while zygote.stdout.readline().strip() != f"in {pid}":
+                while _line(zygote.stdout) != f"in {pid}":
                     pass  # (lines of earlier workers' jobs)
                 time.sleep(rng.uniform(0, 0.04))  # mostly before its commit, at times after
                 os.kill(pid, signal.SIGKILL)
