@@ -212,7 +212,7 @@ class ReadReplica:
             self._dirty = False  # before asking: a write committing meanwhile sets it again
             try:
                 with self.primary.statement() as conn:
-                    row = conn.execute(sql.query("wal_insert_lsn")).fetchone()
+                    row = conn.execute(sql.query("wal_commit_lsn")).fetchone()
             except BaseException:
                 self._dirty = True
                 raise
