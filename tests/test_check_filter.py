@@ -9,6 +9,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from tests.pg_stats import function_calls
+
 
 @pytest.mark.parametrize("flt", [{}, {"subject": "alice"}, {"subject": ["爱丽丝"]},
                                  {"subject": ["alice", "鲍勃"]},
@@ -47,21 +49,14 @@ def test_the_quick_path_is_inlined_and_calls_no_function(raw):
     check every time."""
     raw.execute("SET track_functions = 'all'")
 
-    def calls() -> dict[str, int]:
-        raw.execute("SELECT pg_stat_force_next_flush()")
-        raw.execute("SELECT pg_stat_clear_snapshot()")
-        return {r[0]: r[1] for r in raw.execute(
-            "SELECT funcname, calls FROM pg_stat_user_functions WHERE schemaname = 'memdb' "
-            "AND funcname IN ('check_filter', 'check_filter_keys')").fetchall()}
-
     def check_50_times(flt) -> dict[str, int]:
-        before = calls()
+        before = function_calls(raw, "check_filter", "check_filter_keys")
         literal = json.dumps(flt, ensure_ascii=False).replace("'", "''")
         # a variable, as in the routes (a constant would be folded: a call at planning)
         raw.execute(f"DO $$ DECLARE f jsonb := '{literal}'; BEGIN "
                     "FOR i IN 1..50 LOOP PERFORM memdb.check_filter(f); END LOOP; END $$")
-        after = calls()
-        return {name: after.get(name, 0) - before.get(name, 0)
+        after = function_calls(raw, "check_filter", "check_filter_keys")
+        return {name: after[name] - before[name]
                 for name in ("check_filter", "check_filter_keys")}
 
     for flt in ({}, {"subject": "alice"}, {"subject": ["鲍勃"]}):

@@ -13,6 +13,7 @@ from memdb import MemoryStore, QueryPlan, RecallStatus, TypedQuery
 from memdb.core.errors import InvalidInput, NotFound
 from memdb.write.classify import TAG_VERSION
 from tests.cli_helpers import ok_json
+from tests.pg_stats import table_reads
 
 MEMORIES = [
     ("pref-tea", "王五喜欢喝乌龙茶，不加糖", "wangwu"),
@@ -408,13 +409,6 @@ def test_search_planned_reads_use_counts_only_for_the_hotness_weight(store, raw)
     plan = ('{"query": "oolong tea", "queries": [{"text": "oolong tea", "categories": [], '
             '"strategy": "bm25", "weight": 1}]}')
 
-    def usage_reads() -> int:
-        raw.execute("SELECT pg_stat_force_next_flush()")
-        raw.execute("SELECT pg_stat_clear_snapshot()")
-        return raw.execute("SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM "
-                           "pg_stat_user_tables WHERE relid = 'memdb.memory_usage'::regclass"
-                           ).fetchone()[0]
-
     def planned(options: str) -> list[str]:
         rows = raw.execute("SELECT rank, id FROM memdb.search_planned('default', %s, NULL, 6, "
                            "'{\"subject\": \"hot\"}', %s) WHERE rank > 0 ORDER BY rank",
@@ -425,8 +419,9 @@ def test_search_planned_reads_use_counts_only_for_the_hotness_weight(store, raw)
         planned('{"routes": ["bm25"]}')
     local = not raw.execute("SELECT count(*) FROM pg_extension WHERE extname = 'citus'"
                             ).fetchone()[0]
-    before = usage_reads()
+    usage = "memdb.memory_usage"
+    before = table_reads(raw, usage)
     plain = planned('{"routes": ["bm25"], "importance_weight": 0.5, "decay_weight": 0.5}')
-    assert set(plain) == set(ids) and (usage_reads() == before or not local)
+    assert set(plain) == set(ids) and (table_reads(raw, usage) == before or not local)
     hot = planned('{"routes": ["bm25"], "hotness_weight": 1}')
-    assert hot[0] == ids[4] and (usage_reads() > before or not local)
+    assert hot[0] == ids[4] and (table_reads(raw, usage) > before or not local)
