@@ -77,8 +77,8 @@ $$;
 -- memdb.guard_tenant_functions): memdb.search_hybrid and the routes search_vector,
 -- search_bm25 and search_neighbors run their statements with generic plans, and so does the
 -- write path, memdb.write_memories (with what it calls: insert_pending, the triggers). Its
--- near-duplicate look-up was planned anew on every add (custom plans fold the call's empty
--- list of pending rows away, so their estimate always wins): ~0.23 ms of a ~2 ms add.
+-- near-duplicate look-up was planned anew on every add wherever the plan cache judged custom
+-- plans cheaper (a subject's small category, e.g. 'general'): ~0.25 ms of a ~2 ms add.
 -- Otherwise the fusion statement is planned anew on every call (plpgsql's plan cache keeps
 -- choosing custom plans, whose estimates fold the unused routes away), which cost about as much
 -- as a subject-scoped BM25 route (benchmarks/search_ab.py); the routes' static statements (one
