@@ -7,8 +7,10 @@
 --              idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
 --   idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
 -- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers), |d| from
--- memories.doc_len (kept by the memories_before_write trigger), tf from the stored tsvector (tf of the query terms only, through ts_filter). Candidates come from the GIN index on tsv, matched on the query's
--- rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare, or when the
+-- memories.doc_len (kept by the memories_before_write trigger), tf from the stored tsvector (the
+-- query's terms only: setweight marks them A and ts_filter keeps them; a stored tsvector carries
+-- no weights, memdb.tokenize's positions are all D). Candidates come from the GIN index on tsv,
+-- matched on the query's rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare, or when the
 -- tenant has under 1,000 memories; 1 disables the pruning); every query term present in a
 -- candidate counts in its score. Without a subject/agent/project/session filter the candidate
 -- terms are further limited, rarest first, to those whose document frequencies add up to at
@@ -112,7 +114,7 @@ BEGIN
                        * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
                        / (coalesce(array_length(u.positions, 1), 1)::double precision
                           + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', v_terms), '{a}')) u) AS score
+            FROM unnest(ts_filter(setweight(m.tsv, 'A', v_terms), '{a}')) u) AS score
         FROM memdb.memories m
         WHERE m.tenant = p_tenant AND coalesce(m.tsv, '') @@ v_tsq AND m.subject = v_subject
           AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
@@ -126,7 +128,7 @@ BEGIN
                        * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
                        / (coalesce(array_length(u.positions, 1), 1)::double precision
                           + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', v_terms), '{a}')) u) AS score
+            FROM unnest(ts_filter(setweight(m.tsv, 'A', v_terms), '{a}')) u) AS score
         FROM memdb.memories m
         WHERE m.tenant = p_tenant AND m.tsv @@ v_tsq AND m.subject = v_subject
           AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
@@ -140,7 +142,7 @@ BEGIN
                        * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
                        / (coalesce(array_length(u.positions, 1), 1)::double precision
                           + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) AS score
+            FROM unnest(ts_filter(setweight(m.tsv, 'A', $4), '{a}')) u) AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND %s @@ $3 AND %s
         ORDER BY score DESC, m.id

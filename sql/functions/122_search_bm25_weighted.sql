@@ -80,7 +80,7 @@ BEGIN
                        * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
                        / (coalesce(array_length(u.positions, 1), 1)::double precision
                           + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-            FROM unnest(ts_filter(setweight(setweight(m.tsv, 'D'), 'A', $4), '{a}')) u) AS score
+            FROM unnest(ts_filter(setweight(m.tsv, 'A', $4), '{a}')) u) AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
         ORDER BY score DESC, m.id
