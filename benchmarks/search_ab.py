@@ -15,7 +15,11 @@ schemas are dropped at the end.
 
     python benchmarks/search_latency.py --dsn DSN --keep --hnsw-after-load --queries 20
     python benchmarks/search_ab.py DB_DSN [--ref REV] [--queries 100] [--options JSON] [--k K]
-        [--json OUT]
+        [--pruning] [--json OUT]
+
+--pruning also scores every tenant-wide BM25 query unpruned (p_candidate_df_ratio 1: every
+document holding a query term) and reports the mean share of that ranking's top 10 and top 50
+that each revision's tenant-wide BM25 route returns.
 """
 
 from __future__ import annotations
@@ -95,6 +99,22 @@ def call(conn: psycopg.Connection, schema: str, route: str, q: Query, scoped: bo
     return f"SELECT * FROM {schema}.search_{route}({lit(TENANT)}, {lit(q.text)}, {DEPTH}, {flt})"
 
 
+def pruning_overlap(conn: psycopg.Connection, q: Query, rows: dict[str, list]) -> dict[str, float]:
+    """How much of the unpruned BM25 ranking (p_candidate_df_ratio 1: every document holding
+    a query term scored) each revision's tenant-wide top 10 and top 50 share."""
+    lit = lambda x: sql.Literal(x).as_string(conn)  # noqa: E731
+    full = [r[0] for r in conn.execute(
+        f"SELECT id FROM memdb_new.search_bm25({lit(TENANT)}, {lit(q.text)}, {DEPTH}, '{{}}', "
+        "p_candidate_df_ratio => 1)").fetchall()]
+    out = {}
+    for schema, tag in (("memdb_ref", "ref"), ("memdb_new", "new")):
+        got = [r[0] for r in rows[schema]]
+        for top in (10, 50):
+            want = set(full[:top])
+            out[f"{tag}_top{top}"] = len(want & set(got[:top])) / len(want) if want else 1.0
+    return out
+
+
 def _stats(ms: list[float]) -> dict:
     a = np.asarray(ms)
     return {"p50": round(float(np.percentile(a, 50)), 2),
@@ -112,6 +132,7 @@ def run(args: argparse.Namespace) -> dict:
     diffs: list[dict] = []
     setup: dict[str, dict] = {}
     loads = [os.getloadavg()[0]]
+    pruning: list[dict[str, float]] = []
     with psycopg.connect(args.db, autocommit=True) as conn:
         try:
             for schema, ref in (("memdb_ref", args.ref), ("memdb_new", None)):
@@ -143,6 +164,8 @@ def run(args: argparse.Namespace) -> dict:
                             times.setdefault(name, {}).setdefault(schema, []).append(ms)
                         if rows["memdb_ref"] != rows["memdb_new"]:
                             diffs.append({"scenario": name, "query": q.text})
+                        if args.pruning and name == "bm25_tenant":
+                            pruning.append(pruning_overlap(conn, q, rows))
                 if i % 20 == 19:
                     loads.append(os.getloadavg()[0])
                     print(f"[search_ab] {i + 1}/{len(queries)} queries, load {loads[-1]:.2f}",
@@ -163,6 +186,11 @@ def run(args: argparse.Namespace) -> dict:
               f" p95 {s['p95']:8.2f} | new/ref {out[name]['geomean_ratio_new_to_ref']}",
               file=sys.stderr)
     print(f"[search_ab] result differences: {len(diffs)}", file=sys.stderr)
+    overlap = {key: round(float(np.mean([p[key] for p in pruning])), 4)
+               for key in (pruning[0] if pruning else [])}
+    if overlap:
+        print(f"[search_ab] BM25 tenant-wide overlap with the unpruned ranking: {overlap}",
+              file=sys.stderr)
     return {
         "benchmark": "search_ab",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -173,6 +201,7 @@ def run(args: argparse.Namespace) -> dict:
         "k": args.k, "options": json.loads(args.options),
         "db_time_ms": out,
         "result_differences": diffs,
+        **({"bm25_tenant_overlap_with_unpruned": overlap} if overlap else {}),
         "loadavg_1min": {"min": round(min(loads), 2), "median": round(float(np.median(loads)), 2),
                          "max": round(max(loads), 2), "cpus": os.cpu_count()},
     }
@@ -191,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--options", default="{}",
                         help="search_hybrid's options, JSON (default {}: every mechanism off)")
     parser.add_argument("--k", type=int, default=K, help=f"search_hybrid's k (default {K})")
+    parser.add_argument("--pruning", action="store_true",
+                        help="also the tenant-wide BM25 rankings' overlap with the unpruned one")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
     args = parser.parse_args(argv)
     emit(run(args), args.json)

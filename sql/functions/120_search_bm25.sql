@@ -10,13 +10,15 @@
 -- memories.doc_len (kept by the memories_before_write trigger), tf from the stored tsvector (the
 -- query's terms only: setweight marks them A and ts_filter keeps them; a stored tsvector carries
 -- no weights, memdb.tokenize's positions are all D). Candidates come from the GIN index on tsv,
--- matched on the query's rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that rare, or when the
--- tenant has under 1,000 memories; 1 disables the pruning); every query term present in a
--- candidate counts in its score. Without a subject/agent/project/session filter the candidate
--- terms are further limited, rarest first, to those whose document frequencies add up to at
--- most 60 * k (at least one term): tenant-wide searches over 100,000 memories stay fast, at the
--- price of rarely missing a document that holds only common query terms (top-10 overlap with
--- the unpruned ranking 0.98 in benchmarks/search_latency.py). Scoped searches stay exact; a
+-- matched on the query's rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that
+-- rare, or when the tenant has under 1,000 memories; 1 disables the pruning); every query term
+-- present in a candidate counts in its score. Without a subject/agent/project/session filter
+-- the candidate terms are further limited, rarest first, to those whose document frequencies
+-- add up to at most 60 * k (at least the rarest term that some memory holds: a query word no
+-- memory holds is no candidate and takes no place): tenant-wide searches stay fast, at the
+-- price of missing documents that hold only common query terms (top-10 overlap with the
+-- unpruned ranking 0.98 at 100,000 memories, 0.75 at 1,000,000: benchmarks/search_ab.py
+-- --pruning). Scoped searches stay exact; a
 -- subject-scoped one whose candidate terms are held by more than 2,000 documents tenant-wide
 -- tests the subject's rows (scope index) instead of reading those matches from the GIN index.
 -- A query of only stop words or punctuation returns no rows.
@@ -85,13 +87,15 @@ BEGIN
               FROM (SELECT u.term, greatest(coalesce(t.df, 0), 0)::double precision AS df
                       -- memdb.query_terms(p_query) (the aggregates above sort the terms)
                       FROM unnest(tsvector_to_array(memdb.tokenize(p_query))) AS u(term)
-                      LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term) d) q
+                      LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term) d
+             -- a term no current memory holds is dropped before the terms are ranked by rarity:
+             -- it must not take the rarest place, which keeps one candidate term within budget
+             WHERE d.df > 0 OR v_as_of) q
       CROSS JOIN LATERAL (
           SELECT v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
                  OR (q.df <= p_candidate_df_ratio * v_n AND (q.cum_df <= v_budget OR q.rarity = 1)) AS cand,
                  '''' || replace(replace(q.term, '\', '\\'), '''', '''''') || '''' AS lexeme
-      ) c
-     WHERE q.df > 0 OR v_as_of;
+      ) c;
     IF v_terms IS NULL THEN
         RETURN;
     END IF;

@@ -69,8 +69,8 @@ BEGIN
                       FROM unnest(p_terms, p_weights) AS u(term, w)
                       LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term
                      WHERE u.term IS NOT NULL AND u.w > 0
-                     GROUP BY u.term) d) q
-     WHERE q.df > 0 OR v_as_of;
+                     GROUP BY u.term) d
+             WHERE d.df > 0 OR v_as_of) q;  -- unheld terms dropped before the rarity ranking
     IF v_terms IS NULL THEN
         RETURN;
     END IF;

@@ -193,6 +193,34 @@ def test_bm25_candidate_pruning_only_drops_documents_without_rare_terms(raw):
         assert score == pytest.approx(full[mid], rel=1e-9)
 
 
+def test_bm25_word_no_memory_holds_keeps_the_candidate_budget(raw):
+    """Tenant-wide, candidates come from the rarest known query terms within 60 * k documents,
+    at least the rarest one. A query word no memory holds (df 0) used to take the rarest place:
+    no known term was then a candidate and every term's documents were scored (at 1M memories,
+    47,000 rows instead of 3,300 for such a query)."""
+    add(raw, [{"content": f"beta report about several other things {w}", "subject": f"b{i}"}
+              for i, w in enumerate(["one", "two", "three"] * 50)]  # 150 with 'beta'
+        + [{"content": "alpha alpha", "subject": f"a{i}"} for i in range(250)]
+        + [{"content": "gamma delta epsilon", "subject": f"g{i}"} for i in range(600)])
+    assert one(raw, "SELECT doc_count FROM memdb.bm25_stats WHERE tenant = 'default'") == 1000
+    # k = 2: a budget of 120 documents; 'beta' (150) is the rarest known term, 'alpha' (250)
+    # the other; unpruned, the short 'alpha alpha' memories rank first
+    unpruned = bm25(raw, "beta alpha", k=2, candidate_df_ratio=1)
+    assert [one(raw, "SELECT content FROM memdb.memories WHERE id = %s", (m,))
+            for m, _ in unpruned] == ["alpha alpha"] * 2
+    pruned = bm25(raw, "beta alpha", k=2)
+    assert len(pruned) == 2
+    for mid, _ in pruned:
+        assert "beta" in one(raw, "SELECT content FROM memdb.memories WHERE id = %s", (mid,))
+    for query in ("beta alpha zzqxv", "zzqxv beta alpha qqwxz"):
+        assert bm25(raw, query, k=2) == pruned, query
+    weighted = ("SELECT id, score FROM memdb.search_bm25_weighted('default', %s, %s, 2)")
+    expected = raw.execute(weighted, (["beta", "alpha"], [1.0, 1.0])).fetchall()
+    assert [m for m, _ in expected] == [m for m, _ in pruned]
+    assert raw.execute(weighted, (["zzqxv", "beta", "alpha"], [1.0, 1.0, 1.0])
+                       ).fetchall() == expected
+
+
 def test_bm25_as_of_finds_terms_only_past_memories_hold(raw):
     old, other = add(raw, [{"content": "李四住在北京 Li Si lives in Beijing"},
                            {"content": "王五住在上海 Wang Wu lives in Shanghai"}])
