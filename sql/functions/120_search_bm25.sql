@@ -89,7 +89,7 @@ BEGIN
                       FROM unnest(tsvector_to_array(memdb.tokenize(p_query))) AS u(term)
                       LEFT JOIN memdb.bm25_terms t ON t.tenant = p_tenant AND t.term = u.term) d
              -- a term no current memory holds is dropped before the terms are ranked by rarity:
-             -- it must not take the rarest place, which keeps one candidate term within budget
+             -- it must not take the rarest place (rarity 1), which the budget always admits
              WHERE d.df > 0 OR v_as_of) q
       CROSS JOIN LATERAL (
           SELECT v_n < 1000 OR coalesce(p_candidate_df_ratio, 1) >= 1
