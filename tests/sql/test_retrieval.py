@@ -212,7 +212,9 @@ def test_bm25_word_no_memory_holds_keeps_the_candidate_budget(raw):
     assert len(pruned) == 2
     for mid, _ in pruned:
         assert "beta" in one(raw, "SELECT content FROM memdb.memories WHERE id = %s", (mid,))
-    for query in ("beta alpha zzqxv", "zzqxv beta alpha qqwxz"):
+    # Latin words and a CJK run (its unigram and bigram) that no memory holds
+    assert one(raw, "SELECT count(*) FROM memdb.bm25_terms WHERE term IN ('龘', '龘龘')") == 0
+    for query in ("beta alpha zzqxv", "zzqxv beta alpha qqwxz", "beta 龘龘 alpha"):
         assert bm25(raw, query, k=2) == pruned, query
     weighted = ("SELECT id, score FROM memdb.search_bm25_weighted('default', %s, %s, 2)")
     expected = raw.execute(weighted, (["beta", "alpha"], [1.0, 1.0])).fetchall()
