@@ -9,7 +9,11 @@
 -- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers), |d| from
 -- memories.doc_len (kept by the memories_before_write trigger), tf from the stored tsvector (the
 -- query's terms only: setweight marks them A and ts_filter keeps them; a stored tsvector carries
--- no weights, memdb.tokenize's positions are all D). Candidates come from the GIN index on tsv,
+-- no weights, memdb.tokenize's positions are all D). A candidate holding each of its query
+-- terms once (no ',' between positions in that filtered tsvector's text: the usual case) is
+-- scored from its lexemes alone (tf 1; tsvector_to_array, cheaper per row than unnest of a
+-- tsvector), any other from unnest's positions: the same terms in the same order, so the same
+-- sums to the bit. Candidates come from the GIN index on tsv,
 -- matched on the query's rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that
 -- rare, or when the tenant has under 1,000 memories; 1 disables the pruning); every query term
 -- present in a candidate counts in its score. Without a subject/agent/project/session filter
@@ -114,11 +118,16 @@ BEGIN
     IF v_subject IS NOT NULL AND v_cand_df > 2000 THEN
         RETURN QUERY
         SELECT m.id, (
-            SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
-                       * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
-                       / (coalesce(array_length(u.positions, 1), 1)::double precision
-                          + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-            FROM unnest(ts_filter(setweight(m.tsv, 'A', v_terms), '{a}')) u) AS score
+            SELECT CASE WHEN strpos(x.f::text, ',') = 0
+                        THEN (SELECT sum(v_idf[array_position(v_terms, u.lexeme)] * (p_k1 + 1)
+                                         / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
+                        ELSE (SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
+                                         * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
+                                         / (coalesce(array_length(u.positions, 1), 1)::double precision
+                                            + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+                              FROM unnest(x.f) u) END
+            FROM (SELECT ts_filter(setweight(m.tsv, 'A', v_terms), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = p_tenant AND coalesce(m.tsv, '') @@ v_tsq AND m.subject = v_subject
           AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
@@ -128,11 +137,16 @@ BEGIN
     ELSIF v_subject IS NOT NULL THEN
         RETURN QUERY
         SELECT m.id, (
-            SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
-                       * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
-                       / (coalesce(array_length(u.positions, 1), 1)::double precision
-                          + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-            FROM unnest(ts_filter(setweight(m.tsv, 'A', v_terms), '{a}')) u) AS score
+            SELECT CASE WHEN strpos(x.f::text, ',') = 0
+                        THEN (SELECT sum(v_idf[array_position(v_terms, u.lexeme)] * (p_k1 + 1)
+                                         / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
+                        ELSE (SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
+                                         * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
+                                         / (coalesce(array_length(u.positions, 1), 1)::double precision
+                                            + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+                              FROM unnest(x.f) u) END
+            FROM (SELECT ts_filter(setweight(m.tsv, 'A', v_terms), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = p_tenant AND m.tsv @@ v_tsq AND m.subject = v_subject
           AND m.valid_to IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
@@ -142,11 +156,16 @@ BEGIN
     END IF;
     RETURN QUERY EXECUTE format($q$
         SELECT m.id, (
-            SELECT sum($5[array_position($4, u.lexeme)]
-                       * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
-                       / (coalesce(array_length(u.positions, 1), 1)::double precision
-                          + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-            FROM unnest(ts_filter(setweight(m.tsv, 'A', $4), '{a}')) u) AS score
+            SELECT CASE WHEN strpos(x.f::text, ',') = 0
+                        THEN (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
+                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
+                        ELSE (SELECT sum($5[array_position($4, u.lexeme)]
+                                         * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
+                                         / (coalesce(array_length(u.positions, 1), 1)::double precision
+                                            + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+                              FROM unnest(x.f) u) END
+            FROM (SELECT ts_filter(setweight(m.tsv, 'A', $4), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND %s @@ $3 AND %s
         ORDER BY score DESC, m.id

@@ -9,7 +9,8 @@
 -- The second pass of pseudo-relevance feedback (memdb.prf_terms makes the query). Candidates
 -- come from the GIN index on tsv, matched on every term with a scope filter
 -- (subject/agent/project/session); without one, on the rarest terms whose document
--- frequencies add up to at most 60 * k (at least one), as memdb.search_bm25 does.
+-- frequencies add up to at most 60 * k (at least one), as memdb.search_bm25 does; each candidate
+-- is scored as there (tf 1 from its lexemes alone when no term occurs twice).
 -- SECURITY DEFINER for the GIN index, confined by memdb.confine() like memdb.search_bm25.
 -- Example: SELECT * FROM memdb.search_bm25_weighted('default', ARRAY['react', '开发'], ARRAY[1, 0.5], 5);
 CREATE OR REPLACE FUNCTION memdb.search_bm25_weighted(p_tenant text, p_terms text[],
@@ -76,11 +77,16 @@ BEGIN
     END IF;
     RETURN QUERY EXECUTE $q$
         SELECT m.id, (
-            SELECT sum($5[array_position($4, u.lexeme)]
-                       * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
-                       / (coalesce(array_length(u.positions, 1), 1)::double precision
-                          + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-            FROM unnest(ts_filter(setweight(m.tsv, 'A', $4), '{a}')) u) AS score
+            SELECT CASE WHEN strpos(x.f::text, ',') = 0
+                        THEN (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
+                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
+                        ELSE (SELECT sum($5[array_position($4, u.lexeme)]
+                                         * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
+                                         / (coalesce(array_length(u.positions, 1), 1)::double precision
+                                            + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+                              FROM unnest(x.f) u) END
+            FROM (SELECT ts_filter(setweight(m.tsv, 'A', $4), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
         ORDER BY score DESC, m.id

@@ -150,6 +150,8 @@ class LuceneBM25(BM25Okapi):
 
 def test_bm25_scores_and_order_equal_reference_implementation(raw):
     ids = add(raw, [{"content": text} for text in CORPUS])
+    subject = one(raw, "SELECT min(subject) FROM memdb.memories")
+    assert one(raw, "SELECT count(DISTINCT subject) FROM memdb.memories") == 1
     # each document's tokens as memdb sees them: lexemes of tokenize(content), repeated by
     # their position counts
     docs: list[list[str]] = []
@@ -182,6 +184,43 @@ def test_bm25_scores_and_order_equal_reference_implementation(raw):
         # top-k truncation keeps the best
         top3 = bm25(raw, query, k=3, candidate_df_ratio=1)
         assert [mid for mid, _ in top3] == [mid for mid, _ in got[:3]]
+        # one subject (its own, static statement) scores every row as tenant-wide, to the bit
+        assert bm25(raw, query, k=100, candidate_df_ratio=1,
+                    filter=Jsonb({"subject": subject})) == got, query
+        # the weighted query of the same terms (weights 1: PRF's second pass) scores as BM25
+        assert [tuple(r) for r in raw.execute(
+            "SELECT id, score FROM memdb.search_bm25_weighted('default', %s, %s, 100)",
+            (terms, [1.0] * len(terms))).fetchall()] == got, query
+
+
+def test_bm25_subject_with_common_terms_scores_as_reference(raw):
+    """A subject's search whose terms the tenant holds in over 2,000 memories tests the
+    subject's own rows (its own statement): scores equal the reference BM25 over the whole
+    tenant, for memories holding a query term once and several times, English and Chinese."""
+    mine = ["alpha 天气 report", "alpha alpha 天气 天气 天气", "alpha notes about the week",
+            "天气 预报 明天", "alpha alpha alpha alpha", "没有 关键词 的 记忆", "alpha 天气"]
+    others = [f"alpha 天气 filler {i}" for i in range(2040)]
+    ids = add(raw, [{"content": t, "subject": "me"} for t in mine]
+              + [{"content": t, "subject": "other"} for t in others])
+    docs = []
+    for (lexemes,) in raw.execute(
+            """SELECT array(SELECT u.lexeme FROM unnest(m.tsv) u,
+                                generate_series(1, coalesce(array_length(u.positions, 1), 1)))
+               FROM unnest(%s::uuid[]) WITH ORDINALITY AS i(id, n)
+               JOIN memdb.memories m ON m.id = i.id ORDER BY i.n""", (ids,)).fetchall():
+        docs.append(lexemes)
+    oracle = LuceneBM25(docs, k1=1.2, b=0.75)
+    for query in ("alpha", "天气", "alpha 天气 report"):
+        terms = one(raw, "SELECT memdb.query_terms(%s)", (query,))
+        assert one(raw, """SELECT sum(df) FROM memdb.bm25_terms
+                            WHERE tenant = 'default' AND term = ANY(%s)""", (terms,)) > 2000
+        expected = {mid: s for mid, s in zip(ids[:len(mine)], oracle.get_scores(terms),
+                                             strict=False) if s > 0}
+        got = bm25(raw, query, k=20, candidate_df_ratio=1, filter=Jsonb({"subject": "me"}))
+        assert {mid for mid, _ in got} == set(expected), query
+        for mid, score in got:
+            assert score == pytest.approx(expected[mid], rel=1e-6), (query, mid)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True), query
 
 
 def test_bm25_candidate_pruning_only_drops_documents_without_rare_terms(raw):
