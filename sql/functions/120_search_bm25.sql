@@ -11,9 +11,9 @@
 -- query's terms only: setweight marks them A and ts_filter keeps them; a stored tsvector carries
 -- no weights, memdb.tokenize's positions are all D). A candidate holding each of its query
 -- terms once (no ',' between positions in that filtered tsvector's text: the usual case) is
--- scored from its lexemes alone (tf 1; tsvector_to_array, cheaper per row than unnest of a
--- tsvector), any other from unnest's positions: the same terms in the same order, so the same
--- sums to the bit. Candidates come from the GIN index on tsv,
+-- scored from its lexemes alone (tf 1: tsvector_to_array, or no aggregate at all for a single
+-- term; cheaper per row than unnest of a tsvector), any other from unnest's positions: the same
+-- terms in the same order, so the same sums to the bit. Candidates come from the GIN index on tsv,
 -- matched on the query's rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that
 -- rare, or when the tenant has under 1,000 memories; 1 disables the pruning); every query term
 -- present in a candidate counts in its score. Without a subject/agent/project/session filter
@@ -118,15 +118,18 @@ BEGIN
     IF v_subject IS NOT NULL AND v_cand_df > 2000 THEN
         RETURN QUERY
         SELECT m.id, (
-            SELECT CASE WHEN strpos(x.f::text, ',') = 0
-                        THEN (SELECT sum(v_idf[array_position(v_terms, u.lexeme)] * (p_k1 + 1)
-                                         / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
-                        ELSE (SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
+            SELECT CASE WHEN strpos(x.f::text, ',') > 0  -- a term more than once: tf from positions
+                        THEN (SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
                                          * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
                                          / (coalesce(array_length(u.positions, 1), 1)::double precision
                                             + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-                              FROM unnest(x.f) u) END
+                              FROM unnest(x.f) u)
+                        WHEN length(x.f) = 1  -- one query term, once
+                        THEN v_idf[array_position(v_terms, (tsvector_to_array(x.f))[1])] * (p_k1 + 1)
+                             / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl))
+                        ELSE (SELECT sum(v_idf[array_position(v_terms, u.lexeme)] * (p_k1 + 1)
+                                         / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u) END
             FROM (SELECT ts_filter(setweight(m.tsv, 'A', v_terms), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = p_tenant AND coalesce(m.tsv, '') @@ v_tsq AND m.subject = v_subject
@@ -137,15 +140,18 @@ BEGIN
     ELSIF v_subject IS NOT NULL THEN
         RETURN QUERY
         SELECT m.id, (
-            SELECT CASE WHEN strpos(x.f::text, ',') = 0
-                        THEN (SELECT sum(v_idf[array_position(v_terms, u.lexeme)] * (p_k1 + 1)
-                                         / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
-                        ELSE (SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
+            SELECT CASE WHEN strpos(x.f::text, ',') > 0  -- a term more than once: tf from positions
+                        THEN (SELECT sum(v_idf[array_position(v_terms, u.lexeme)]
                                          * coalesce(array_length(u.positions, 1), 1)::double precision * (p_k1 + 1)
                                          / (coalesce(array_length(u.positions, 1), 1)::double precision
                                             + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
-                              FROM unnest(x.f) u) END
+                              FROM unnest(x.f) u)
+                        WHEN length(x.f) = 1  -- one query term, once
+                        THEN v_idf[array_position(v_terms, (tsvector_to_array(x.f))[1])] * (p_k1 + 1)
+                             / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl))
+                        ELSE (SELECT sum(v_idf[array_position(v_terms, u.lexeme)] * (p_k1 + 1)
+                                         / (1 + p_k1 * (1 - p_b + p_b * m.doc_len / v_avgdl)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u) END
             FROM (SELECT ts_filter(setweight(m.tsv, 'A', v_terms), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = p_tenant AND m.tsv @@ v_tsq AND m.subject = v_subject
@@ -156,15 +162,18 @@ BEGIN
     END IF;
     RETURN QUERY EXECUTE format($q$
         SELECT m.id, (
-            SELECT CASE WHEN strpos(x.f::text, ',') = 0
-                        THEN (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
-                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
-                        ELSE (SELECT sum($5[array_position($4, u.lexeme)]
+            SELECT CASE WHEN strpos(x.f::text, ',') > 0  -- a term more than once: tf from positions
+                        THEN (SELECT sum($5[array_position($4, u.lexeme)]
                                          * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
                                          / (coalesce(array_length(u.positions, 1), 1)::double precision
                                             + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM unnest(x.f) u) END
+                              FROM unnest(x.f) u)
+                        WHEN length(x.f) = 1  -- one query term, once
+                        THEN $5[array_position($4, (tsvector_to_array(x.f))[1])] * ($6 + 1)
+                             / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8))
+                        ELSE (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
+                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u) END
             FROM (SELECT ts_filter(setweight(m.tsv, 'A', $4), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND %s @@ $3 AND %s

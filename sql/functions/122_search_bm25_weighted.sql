@@ -77,15 +77,18 @@ BEGIN
     END IF;
     RETURN QUERY EXECUTE $q$
         SELECT m.id, (
-            SELECT CASE WHEN strpos(x.f::text, ',') = 0
-                        THEN (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
-                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u)
-                        ELSE (SELECT sum($5[array_position($4, u.lexeme)]
+            SELECT CASE WHEN strpos(x.f::text, ',') > 0  -- a term more than once: tf from positions
+                        THEN (SELECT sum($5[array_position($4, u.lexeme)]
                                          * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
                                          / (coalesce(array_length(u.positions, 1), 1)::double precision
                                             + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM unnest(x.f) u) END
+                              FROM unnest(x.f) u)
+                        WHEN length(x.f) = 1  -- one query term, once
+                        THEN $5[array_position($4, (tsvector_to_array(x.f))[1])] * ($6 + 1)
+                             / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8))
+                        ELSE (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
+                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
+                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u) END
             FROM (SELECT ts_filter(setweight(m.tsv, 'A', $4), '{a}') AS f OFFSET 0) x) AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
