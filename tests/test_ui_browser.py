@@ -96,14 +96,30 @@ def body(driver) -> str:
     return driver.find_element(By.TAG_NAME, "body").text
 
 
+def _replaced(page) -> bool:
+    """Whether the page's <html> element is gone. Mid-navigation chromedriver may answer with
+    "Node with given id does not belong to the document" instead of a stale-element error: the
+    same news."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        page.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as e:
+        if "does not belong to the document" in str(e):
+            return True
+        raise
+    return False
+
+
 def click(driver, element) -> None:
     """Click, then wait until the next page has replaced this one (the URL may not change)."""
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     page = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 60).until(lambda _: _replaced(page))
     WebDriverWait(driver, 60).until(
         lambda d: d.execute_script("return document.readyState") == "complete")
 
