@@ -9,11 +9,10 @@
 -- N, avgdl and df come from memdb.bm25_stats / memdb.bm25_terms (kept by triggers), |d| from
 -- memories.doc_len (kept by the memories_before_write trigger), tf from the stored tsvector (the
 -- query's terms only: setweight marks them A and ts_filter keeps them; a stored tsvector carries
--- no weights, memdb.tokenize's positions are all D). A candidate holding each of its query
--- terms once (no ',' between positions in that filtered tsvector's text: the usual case) is
--- scored from its lexemes alone (tf 1: tsvector_to_array, or no aggregate at all for a single
--- term; cheaper per row than unnest of a tsvector), any other from unnest's positions: the same
--- terms in the same order, so the same sums to the bit. Candidates come from the GIN index on tsv,
+-- no weights, memdb.tokenize's positions are all D); a candidate holding each query term once
+-- is scored from its lexemes alone, with tf 1 (memdb.bm25_score_sql, the expression the
+-- one-shot statement uses; the two static statements for one subject spell it with their
+-- variables). Candidates come from the GIN index on tsv,
 -- matched on the query's rarer terms (df <= p_candidate_df_ratio * N; all terms if none is that
 -- rare, or when the tenant has under 1,000 memories; 1 disables the pruning); every query term
 -- present in a candidate counts in its score. Without a subject/agent/project/session filter
@@ -161,25 +160,13 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY EXECUTE format($q$
-        SELECT m.id, (
-            SELECT CASE WHEN strpos(x.f::text, ',') > 0  -- a term more than once: tf from positions
-                        THEN (SELECT sum($5[array_position($4, u.lexeme)]
-                                         * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
-                                         / (coalesce(array_length(u.positions, 1), 1)::double precision
-                                            + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM unnest(x.f) u)
-                        WHEN length(x.f) = 1  -- one query term, once
-                        THEN $5[array_position($4, (tsvector_to_array(x.f))[1])] * ($6 + 1)
-                             / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8))
-                        ELSE (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
-                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u) END
-            FROM (SELECT ts_filter(setweight(m.tsv, 'A', $4), '{a}') AS f OFFSET 0) x) AS score
+        SELECT m.id, %s AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND %s @@ $3 AND %s
         ORDER BY score DESC, m.id
         LIMIT $9
-    $q$, CASE WHEN p_filter ? 'subject' AND v_cand_df > 2000 THEN 'coalesce(m.tsv, '''')' ELSE 'm.tsv' END,
+    $q$, memdb.bm25_score_sql(),
+         CASE WHEN p_filter ? 'subject' AND v_cand_df > 2000 THEN 'coalesce(m.tsv, '''')' ELSE 'm.tsv' END,
          coalesce(memdb.filter_predicate(p_filter), 'memdb.matches(m, $2)'))  -- cheap to plan
     USING p_tenant, coalesce(p_filter, '{}'::jsonb), v_tsq, v_terms, v_idf, p_k1, p_b, v_avgdl, p_k;
 END

@@ -10,7 +10,7 @@
 -- come from the GIN index on tsv, matched on every term with a scope filter
 -- (subject/agent/project/session); without one, on the rarest terms whose document
 -- frequencies add up to at most 60 * k (at least one), as memdb.search_bm25 does; each candidate
--- is scored as there (tf 1 from its lexemes alone when no term occurs twice).
+-- is scored by memdb.bm25_score_sql, as there.
 -- SECURITY DEFINER for the GIN index, confined by memdb.confine() like memdb.search_bm25.
 -- Example: SELECT * FROM memdb.search_bm25_weighted('default', ARRAY['react', '开发'], ARRAY[1, 0.5], 5);
 CREATE OR REPLACE FUNCTION memdb.search_bm25_weighted(p_tenant text, p_terms text[],
@@ -75,26 +75,13 @@ BEGIN
     IF v_terms IS NULL THEN
         RETURN;
     END IF;
-    RETURN QUERY EXECUTE $q$
-        SELECT m.id, (
-            SELECT CASE WHEN strpos(x.f::text, ',') > 0  -- a term more than once: tf from positions
-                        THEN (SELECT sum($5[array_position($4, u.lexeme)]
-                                         * coalesce(array_length(u.positions, 1), 1)::double precision * ($6 + 1)
-                                         / (coalesce(array_length(u.positions, 1), 1)::double precision
-                                            + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM unnest(x.f) u)
-                        WHEN length(x.f) = 1  -- one query term, once
-                        THEN $5[array_position($4, (tsvector_to_array(x.f))[1])] * ($6 + 1)
-                             / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8))
-                        ELSE (SELECT sum($5[array_position($4, u.lexeme)] * ($6 + 1)
-                                         / (1 + $6 * (1 - $7 + $7 * m.doc_len / $8)))
-                              FROM (SELECT unnest(tsvector_to_array(x.f)) AS lexeme) u) END
-            FROM (SELECT ts_filter(setweight(m.tsv, 'A', $4), '{a}') AS f OFFSET 0) x) AS score
+    RETURN QUERY EXECUTE format($q$
+        SELECT m.id, %s AS score
         FROM memdb.memories m
         WHERE m.tenant = $1 AND m.tsv @@ $3 AND memdb.matches(m, $2)
         ORDER BY score DESC, m.id
         LIMIT $9
-    $q$
+    $q$, memdb.bm25_score_sql())
     USING p_tenant, coalesce(p_filter, '{}'::jsonb), memdb.terms_tsquery(coalesce(v_cand, v_terms)),
           v_terms, v_w, p_k1, p_b, v_avgdl, p_k;
 END
