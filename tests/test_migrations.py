@@ -393,6 +393,56 @@ def test_0025_builds_vector_indexes_on_demand_and_its_downgrade_restores_them(em
         assert conn.execute(index).fetchone()[0] is True
 
 
+def _policies(dsn: str) -> dict[str, tuple[str, str]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT policyname, qual, with_check FROM pg_policies"
+                            " WHERE schemaname = 'memdb' ORDER BY policyname").fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def _per_row_reads(expr: str) -> int:
+    """How many current_setting calls of a policy expression are not inside a sub-select."""
+    return len(re.findall(r"current_setting\(", expr)) - len(
+        re.findall(r"SELECT (?:COALESCE\()?current_setting\(", expr))
+
+
+def _app_plan(dsn: str) -> str:
+    """The plan of a count of memories as the application role with a tenant and subject."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('role', 'memdb_app', true),"
+                     " set_config('memdb.tenant', 'acme', true),"
+                     " set_config('memdb.subject', 'alice', true)")
+        rows = conn.execute("EXPLAIN (COSTS OFF) SELECT count(*) FROM memdb.memories").fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def test_0026_policies_read_the_settings_once_and_its_downgrade_restores_them(empty_db):
+    """Revision 0026 makes every policy read memdb.tenant / memdb.subject in a sub-select (an
+    init plan, once per statement) instead of per row; the downgrade restores revision 0025's
+    policies exactly. The rows each policy admits are the isolation tests' business."""
+    upgrade(empty_db, "0025")
+    at_0025 = _policies(empty_db)
+    reading = [name for name, (qual, _) in at_0025.items() if "current_setting" in qual]
+    assert len(reading) == len(at_0025) - 1  # all but api_keys_none (USING false)
+    assert all(_per_row_reads(at_0025[name][0]) > 0 for name in reading)
+    assert "InitPlan" not in _app_plan(empty_db)
+
+    assert upgrade(empty_db) == head()
+    at_head = _policies(empty_db)
+    assert at_head.keys() == at_0025.keys()
+    for name in reading:
+        for expr in at_head[name]:
+            assert "current_setting" in expr and _per_row_reads(expr) == 0, (name, expr)
+    assert at_head["api_keys_none"] == at_0025["api_keys_none"]
+    plan = _app_plan(empty_db)
+    assert "InitPlan" in plan and "current_setting" not in plan.split("InitPlan")[0], plan
+
+    downgrade(empty_db, "0025")
+    assert _policies(empty_db) == at_0025
+    assert upgrade(empty_db) == head()
+    assert _policies(empty_db) == at_head
+
+
 def test_0010_downgrade_restores_the_grants_exactly(empty_db):
     """Revision 0010 takes privileges from memdb_app (BM25 statistics, history updates and
     deletes, two sequences); stepping down to 0009 gives back exactly the grants 0009 had."""
