@@ -25,7 +25,7 @@ depends_on = None
 
 # The frozen DDL this revision applies (sql/schema/) and its sha256.
 SCHEMA_FILE = "0026_policy_settings_once.sql"
-SCHEMA_SHA256 = "ff3807c95adbaa67063da976a5d9d8fae9b6bd637a36ff936b64b83a7688a40d"
+SCHEMA_SHA256 = "07db0ae85ba44acb3f44af5afa2784dbe3ec3ea041485e98049c1b0f9ae7af81"
 
 # The policies of revision 0025, restored by the downgrade: tenant only, or tenant and subject
 # (retrieval_traces: and never the reserved subject '*' for a caller confined to a subject).

@@ -2,9 +2,9 @@
 -- memdb.subject once per statement, not once per row.
 --   * the policies of revisions 0003-0024 compared each row with current_setting(...): a
 --     stable function call that PostgreSQL evaluates per row wherever it is not an index
---     condition (the subject test, an OR, is never one), four look-ups of a setting by name per
---     row read. A one-subject vector search reads about 1,000 rows at 100,000 memories: the
---     application role (memdb_app) paid ~1 ms more per search for it than the admin
+--     condition (the subject test, an OR, is never one): a look-up of a setting by name or two
+--     per row read. The vector route of a one-subject search reads about 1,000 rows at 100,000
+--     memories: as the application role (memdb_app) it took ~0.4 ms more than as the admin
 --     (docs/performance.md, "Row-level security, once per statement");
 --   * each current_setting(...) is now a scalar sub-select, (SELECT current_setting(...)): an
 --     init plan, run once when the statement first needs it, whose value every row is compared
