@@ -76,6 +76,52 @@ def scratch_database(admin_dsn: str, prefix: str) -> Iterator[tuple[str, str]]:
                 sql.Identifier(name)))
 
 
+@contextmanager
+def database_copy(dsn: str, suffix: str) -> Iterator[str]:
+    """The DSN of a copy of ``dsn``'s database (``CREATE DATABASE ... TEMPLATE``: the same
+    pages, the same HNSW graph), named ``<name>_<suffix>_<random>``; dropped at the end, also
+    when the run fails. Nothing may be connected to the source while it is copied."""
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    source = conninfo_to_dict(dsn)["dbname"]
+    copy = f"{source}_{suffix}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            sql.Identifier(copy), sql.Identifier(source)))
+    try:
+        yield with_db(dsn, copy)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(copy)))
+
+
+def paired(calls: dict[str, Callable[[object], object]], items: list) -> dict:
+    """Time ``calls["before"]`` and ``calls["after"]`` on every item: an untimed call of both,
+    then a timed one, the order alternating item by item. Each side's p50/p95 (ms), the
+    geometric mean of the per-item ratios after/before, and how many items' results differed."""
+    times: dict[str, list[float]] = {"before": [], "after": []}
+    differences = 0
+    for i, item in enumerate(items):
+        order = ("before", "after") if i % 2 == 0 else ("after", "before")
+        for side in order:
+            calls[side](item)
+        out = {}
+        for side in order:
+            start = time.perf_counter()
+            out[side] = calls[side](item)
+            times[side].append((time.perf_counter() - start) * 1000)
+        differences += out["before"] != out["after"]
+    a, b = np.array(times["before"]), np.array(times["after"])
+    return {"before_p50_p95_ms": [round(float(np.percentile(a, p)), 2) for p in (50, 95)],
+            "after_p50_p95_ms": [round(float(np.percentile(b, p)), 2) for p in (50, 95)],
+            "geomean_after_over_before": round(float(np.exp(np.mean(np.log(b / a)))), 3),
+            "differences": differences}
+
+
 def set_hnsw_min_rows(dsn: str, rows: int | None) -> None:
     """memdb.hnsw_min_rows for the new sessions of ``dsn``'s database (None: memdb's own).
     With it above a load, memdb builds no HNSW index during the load (docs/configuration.md,

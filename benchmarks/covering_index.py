@@ -35,12 +35,9 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, with_db  # noqa: I001
+from _server import RandomEmbedder, database_copy, emit, paired  # noqa: I001
 from pgvector.psycopg import register_vector
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
-from rls_policies import paired  # noqa: I001
 from search_latency import synthetic_docs, synthetic_queries  # noqa: I001
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,14 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
 
-    source = conninfo_to_dict(args.reuse)["dbname"]
-    copy = f"{source}_covering_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(args.reuse, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-            sql.Identifier(copy), sql.Identifier(source)))
-    dsns = {"before": args.reuse, "after": with_db(args.reuse, copy)}
-    try:
-        with psycopg.connect(dsns["after"], autocommit=True) as conn:
+    with database_copy(args.reuse, "covering") as after:
+        with psycopg.connect(after, autocommit=True) as conn:
             conn.execute("SET maintenance_work_mem = '1GB'")
             start = time.perf_counter()
             conn.execute(INDEX)
@@ -84,13 +75,9 @@ def main(argv: list[str] | None = None) -> int:
                                    ).fetchone()[0]
             database_mb = conn.execute("SELECT pg_database_size(current_database()) / 1048576.0"
                                        ).fetchone()[0]
-        with psycopg.connect(dsns["before"], autocommit=True) as conn:
-            conn.execute("VACUUM ANALYZE memdb.memories")  # both sides freshly vacuumed
-        result = run(args, dsns)
-    finally:
         with psycopg.connect(args.reuse, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(copy)))
+            conn.execute("VACUUM ANALYZE memdb.memories")  # both sides freshly vacuumed
+        result = run(args, {"before": args.reuse, "after": after})
     result["index"] = {"ddl": INDEX, "build_s": round(build_s, 1),
                        "size_mb": round(float(index_mb), 1), "heap_mb": round(float(heap_mb), 1),
                        "database_mb_with_it": round(float(database_mb), 1)}

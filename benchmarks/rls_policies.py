@@ -30,7 +30,6 @@ import argparse
 import importlib.util
 import os
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -39,10 +38,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, with_db  # noqa: I001
+from _server import RandomEmbedder, database_copy, emit, paired  # noqa: I001
 from pgvector.psycopg import register_vector
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 from search_latency import synthetic_docs, synthetic_queries  # noqa: I001
 
@@ -66,30 +63,7 @@ def per_row_policies() -> list[str]:
     spec = importlib.util.spec_from_file_location("rev0026", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return [module._per_row(t) for t in (*module._TENANT_ONLY, *module._TENANT_AND_SUBJECT)]
-
-
-def stats(before: list[float], after: list[float]) -> dict[str, Any]:
-    a, b = np.array(before), np.array(after)
-    return {"before_p50_p95_ms": [round(float(np.percentile(a, p)), 2) for p in (50, 95)],
-            "after_p50_p95_ms": [round(float(np.percentile(b, p)), 2) for p in (50, 95)],
-            "geomean_after_over_before": round(float(np.exp(np.mean(np.log(b / a)))), 3)}
-
-
-def paired(calls: dict[str, Callable[[Any], Any]], items: list[Any]) -> dict[str, Any]:
-    times: dict[str, list[float]] = {"before": [], "after": []}
-    differences = 0
-    for i, item in enumerate(items):
-        order = ("before", "after") if i % 2 == 0 else ("after", "before")
-        for side in order:
-            calls[side](item)
-        out = {}
-        for side in order:
-            start = time.perf_counter()
-            out[side] = calls[side](item)
-            times[side].append((time.perf_counter() - start) * 1000)
-        differences += out["before"] != out["after"]
-    return {**stats(times["before"], times["after"]), "differences": differences}
+    return module.per_row_policies()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,21 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
 
-    source = conninfo_to_dict(args.reuse)["dbname"]
-    copy = f"{source}_perrow_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(args.reuse, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-            sql.Identifier(copy), sql.Identifier(source)))
-    dsns = {"after": args.reuse, "before": with_db(args.reuse, copy)}
-    try:
-        with psycopg.connect(dsns["before"], autocommit=True) as conn:
+    with database_copy(args.reuse, "perrow") as before:
+        with psycopg.connect(before, autocommit=True) as conn:
             for statement in per_row_policies():
                 conn.execute(statement)
-        result = run(args, dsns)
-    finally:
-        with psycopg.connect(args.reuse, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(copy)))
+        result = run(args, {"after": args.reuse, "before": before})
     emit(result, args.json)
     return 0
 

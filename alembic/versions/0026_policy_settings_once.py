@@ -48,6 +48,12 @@ def _per_row(table: str) -> str:
     return f"ALTER POLICY {table}_isolation ON memdb.{table} USING ({expr}) WITH CHECK ({expr})"
 
 
+def per_row_policies() -> list[str]:
+    """The statements that give every policy revision 0025's per-row form (the downgrade's;
+    benchmarks/rls_policies.py puts them on a copy to compare)."""
+    return [_per_row(table) for table in (*_TENANT_ONLY, *_TENANT_AND_SUBJECT)]
+
+
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
     if has_citus(conn):  # Citus refuses sub-selects in policies on distributed tables
@@ -58,5 +64,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     if has_citus(op.get_bind().connection.driver_connection):  # the upgrade changed nothing
         return
-    for table in (*_TENANT_ONLY, *_TENANT_AND_SUBJECT):
-        op.execute(_per_row(table))
+    for statement in per_row_policies():
+        op.execute(statement)
