@@ -215,16 +215,48 @@ class CitusCluster:
 
 
 def reset(dsn: str, spaces: int = 0) -> None:
-    """Empty every memdb table (one TRUNCATE of all shards) and drop the embedding spaces
-    registered after the first ``spaces`` (their HNSW indexes stay, on empty shards): what a
-    fresh copy of the migrated template is on the embedded server."""
+    """Empty every memdb table and drop the embedding spaces registered after the first
+    ``spaces`` (their HNSW indexes stay, on empty shards): what a fresh copy of the migrated
+    template is on the embedded server. One transaction of DELETEs, referencing tables before
+    the tables they reference, twice: the second pass empties what the first one's DELETE
+    triggers on memories wrote (history, BM25 statistics). ~0.1 s where a TRUNCATE of every
+    shard took ~0.4 s; a test writes a few rows, so the dead ones are few."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = [row[0] for row in conn.execute(
-            "SELECT format('memdb.%I', c.relname) FROM pg_class c"
+            "SELECT c.oid::regclass::text FROM pg_class c"
             " WHERE c.relnamespace = 'memdb'::regnamespace AND c.relkind IN ('r', 'p')"
-            "   AND c.relname <> 'embedding_spaces' ORDER BY 1")]
-        conn.execute(f"TRUNCATE {', '.join(tables)}")  # names from the catalog, quoted
-        conn.execute("DELETE FROM memdb.embedding_spaces WHERE id > %s", (spaces,))
+            "   AND NOT c.relispartition ORDER BY 1")]
+        references = conn.execute(
+            "SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint"
+            " WHERE contype = 'f' AND connamespace = 'memdb'::regnamespace"
+            "   AND conrelid <> confrelid").fetchall()
+        with conn.transaction():
+            # Reference tables (embedding_spaces) refuse DML after a parallel multi-shard one
+            conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+            for table in 2 * _referencing_first(tables, references):  # catalog names
+                if table == "memdb.embedding_spaces":
+                    conn.execute(f"DELETE FROM {table} WHERE id > %s", (spaces,))
+                else:
+                    conn.execute(f"DELETE FROM {table}")
+
+
+def _referencing_first(tables: list[str], references: list[tuple[str, str]]) -> list[str]:
+    """``tables`` ordered so that a table comes before every table it references."""
+    ordered: list[str] = []
+    placed: set[str] = set()
+
+    def place(table: str, path: tuple[str, ...]) -> None:
+        if table in placed or table in path:
+            return
+        for child, parent in references:
+            if parent == table:
+                place(child, (*path, table))
+        placed.add(table)
+        ordered.append(table)
+
+    for table in tables:
+        place(table, ())
+    return ordered
 
 
 @contextlib.contextmanager

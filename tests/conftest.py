@@ -21,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memdb import LocalEmbedder, MemoryStore
 from memdb.core.embedded import EmbeddedServer
 from memdb.core.migrations import upgrade
+from tests.db_copies import TemplateCopies
 
 # The memdb commands tests run in subprocesses do not leave a shell daemon behind (it would
 # keep their temporary homes' servers up); tests/test_shell.py turns it on where it tests it.
@@ -70,6 +71,13 @@ def server_dsn() -> Iterator[str]:
     os.chmod(home, 0o755)
     server = EmbeddedServer(home)
     server.start()
+    # A throwaway server: no fsync (as the Citus test cluster), so commits and the copies of
+    # the template do not wait for the disk. A killed backend or postmaster loses nothing
+    # either way; only a machine crash would, and the folder goes with the run.
+    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
     yield server.dsn("postgres")
     server.stop()
 
@@ -82,6 +90,14 @@ def template_dsn(server_dsn: str) -> str:
     dsn = _with_db(server_dsn, TEMPLATE)
     upgrade(dsn)
     return dsn
+
+
+@pytest.fixture(scope="session")
+def template_copies(server_dsn: str, template_dsn: str) -> Iterator[TemplateCopies]:
+    """Fresh copies of the template, made ahead by a thread (tests/db_copies.py)."""
+    copies = TemplateCopies(server_dsn, TEMPLATE, "memdb_t")
+    yield copies
+    copies.close()
 
 
 @contextlib.contextmanager
@@ -134,9 +150,10 @@ def fresh_db(request: pytest.FixtureRequest, backend: str) -> Iterator[str]:
     if backend == "citus":
         yield _citus_db(request)
         return
-    request.getfixturevalue("template_dsn")
-    with template_copy(request.getfixturevalue("server_dsn"), "memdb_t") as dsn:
-        yield dsn
+    copies = request.getfixturevalue("template_copies")
+    name = copies.take()
+    yield _with_db(request.getfixturevalue("server_dsn"), name)
+    copies.give_back(name)
 
 
 @pytest.fixture(scope="module")
@@ -146,9 +163,10 @@ def module_db(request: pytest.FixtureRequest, backend: str) -> Iterator[str]:
     if backend == "citus":
         yield _citus_db(request)
         return
-    request.getfixturevalue("template_dsn")
-    with template_copy(request.getfixturevalue("server_dsn"), "memdb_m") as dsn:
-        yield dsn
+    copies = request.getfixturevalue("template_copies")
+    name = copies.take()
+    yield _with_db(request.getfixturevalue("server_dsn"), name)
+    copies.give_back(name)
 
 
 @pytest.fixture
