@@ -21,7 +21,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memdb import LocalEmbedder, MemoryStore
 from memdb.core.embedded import EmbeddedServer
 from memdb.core.migrations import upgrade
-from tests.db_copies import TemplateCopies
+from tests.db_copies import TemplateCopies, create_database, drop_database
 
 # The memdb commands tests run in subprocesses do not leave a shell daemon behind (it would
 # keep their temporary homes' servers up); tests/test_shell.py turns it on where it tests it.
@@ -104,13 +104,11 @@ def template_copies(server_dsn: str, template_dsn: str) -> Iterator[TemplateCopi
 def template_copy(server_dsn: str, prefix: str) -> Iterator[str]:
     """A new database copied from the migrated template; dropped on exit."""
     name = f"{prefix}{os.getpid()}_{next(_counter)}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    create_database(server_dsn, name, TEMPLATE)
     try:
         yield _with_db(server_dsn, name)
     finally:
-        with psycopg.connect(server_dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        drop_database(server_dsn, name)
 
 
 @pytest.fixture(scope="session")
@@ -173,11 +171,9 @@ def module_db(request: pytest.FixtureRequest, backend: str) -> Iterator[str]:
 def empty_db(server_dsn: str) -> Iterator[str]:
     """A new database with no memdb schema at all (for migration tests)."""
     name = f"memdb_e{os.getpid()}_{next(_counter)}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
+    create_database(server_dsn, name)
     yield _with_db(server_dsn, name)
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    drop_database(server_dsn, name)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

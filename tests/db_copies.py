@@ -19,6 +19,19 @@ from collections import deque
 import psycopg
 
 
+def create_database(admin_dsn: str, name: str, template: str | None = None) -> None:
+    """``CREATE DATABASE name`` (a copy of ``template`` when given); names are the tests' own."""
+    copy = f" TEMPLATE {template}" if template else ""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}{copy}")
+
+
+def drop_database(admin_dsn: str, name: str) -> None:
+    """``DROP DATABASE IF EXISTS name WITH (FORCE)``: connections a test left open end."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 class TemplateCopies:
     """Hands out new copies of ``template`` on the server of ``admin_dsn`` (its maintenance
     database), keeping ``ahead`` of them made in advance; :meth:`give_back` drops one in the
@@ -45,7 +58,7 @@ class TemplateCopies:
             self._cond.notify_all()
         if name is None:
             name = self._new_name()
-            self._create(name)
+            create_database(self._dsn, name, self._template)
         return name
 
     def give_back(self, name: str) -> None:
@@ -60,21 +73,13 @@ class TemplateCopies:
             self._cond.notify_all()
         self._thread.join()
         for name in list(self._ready):
-            self._drop(name)
+            drop_database(self._dsn, name)
         self._ready.clear()
         if self._error is not None:
             raise RuntimeError(f"making or dropping a test database failed: {self._error}")
 
     def _new_name(self) -> str:
         return f"{self._prefix}{next(self._names)}"
-
-    def _create(self, name: str) -> None:
-        with psycopg.connect(self._dsn, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name} TEMPLATE {self._template}")
-
-    def _drop(self, name: str) -> None:
-        with psycopg.connect(self._dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def _work(self) -> None:
         while True:
@@ -90,9 +95,9 @@ class TemplateCopies:
                     job = ("create", self._new_name())
             try:
                 if job[0] == "drop":
-                    self._drop(job[1])
+                    drop_database(self._dsn, job[1])
                 else:
-                    self._create(job[1])
+                    create_database(self._dsn, job[1], self._template)
                     with self._cond:
                         self._ready.append(job[1])
             except Exception as exc:  # reported at close; take() then makes copies itself
