@@ -101,7 +101,8 @@ def search_breakdown(store: MemoryStore, direct: psycopg.Connection, queries: li
     def params(q: Query, opts: dict[str, Any]) -> dict[str, Any]:
         return {"tenant": TENANT, "query": q.text, "embedding": q.vector, "k": 10,
                 "filter": Jsonb({"subject": [q.subject]} if scoped else {}),
-                "options": Jsonb(opts), "k1": options["k1"], "b": options["b"]}
+                "options": Jsonb(opts), "keyword_routes": None, "k1": options["k1"],
+                "b": options["b"]}
 
     def pool_sql(q: Query) -> None:
         with store.db.transaction(tenant=TENANT, subject=None, pipelined=True) as conn:

@@ -131,7 +131,8 @@ def _delta(now: dict[str, int], before: dict[str, int]) -> dict[str, float]:
 def _explain_shapes(store: MemoryStore, tenant: str, vector: np.ndarray, mid) -> dict[str, int]:
     """Task count of each distinct tenant-scoped query shape's plan on the coordinator."""
     params = {"tenant": tenant, "query": "green tea 绿茶", "embedding": vector, "k": 10,
-              "filter": Jsonb({}), "options": Jsonb({}), "id": mid, "limit": 10, "offset": 0}
+              "filter": Jsonb({}), "options": Jsonb({}), "keyword_routes": None, "id": mid,
+              "limit": 10, "offset": 0}
     shapes = {
         "search (search_hybrid)": sql.query("search_hybrid"),
         "get (get_memory)": sql.query("get_memory"),

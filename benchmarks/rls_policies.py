@@ -121,7 +121,8 @@ def run(args: argparse.Namespace, dsns: dict[str, str]) -> dict[str, Any]:
         "hybrid_one_subject": (case(
             sql_files.query("search_hybrid"),
             lambda q: {"tenant": TENANT, "query": q.text, "embedding": q.vector, "k": 10,
-                       "filter": Jsonb({"subject": q.subject}), "options": options}), queries),
+                       "filter": Jsonb({"subject": q.subject}), "options": options,
+                       "keyword_routes": None}), queries),
         "count_one_subject": (case(
             "SELECT count(*) FROM memdb.memories WHERE subject = %s AND valid_to IS NULL",
             lambda q: (q.subject,)), queries),

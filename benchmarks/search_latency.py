@@ -681,6 +681,7 @@ LIMIT {depth}""",
                 "k": K,
                 "filter": flt_json,
                 "options": "{}",
+                "keyword_routes": None,
             },
         )
         out[f"store_hybrid_{scope}"] = (outer, ["memories_pkey"])

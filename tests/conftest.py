@@ -34,7 +34,7 @@ TEMPLATE = "memdb_test_template"
 BOTH_DRIVERS = frozenset({
     "test_store", "test_versions", "test_gate", "test_search", "test_search_edges",
     "test_recall", "test_isolation", "test_sessions", "test_lifecycle", "test_remember",
-    "test_embedding_faults", "test_llm_untrusted",
+    "test_embedding_faults", "test_llm_untrusted", "test_search_overlap",
 })
 # The core-behaviour modules also run against a real Citus cluster, a coordinator and two
 # workers built from the vendored source (tests/citus_build.py, tests/citus_cluster.py), with
@@ -48,7 +48,7 @@ CITUS_MODULES = frozenset({
     "test_sessions", "test_lifecycle", "test_erasure", "test_ingest", "test_search_neighbors",
     "test_search_prf", "test_round_trips", "test_search_speaker", "test_decompose_llm",
     "test_search_temporal", "test_search_session_prior", "test_search_ties",
-    "test_search_speaker_neighbors",
+    "test_search_speaker_neighbors", "test_search_overlap",
 })
 CITUS_BOTH_DRIVERS = frozenset({"test_isolation", "test_store", "test_round_trips"})
 _counter = itertools.count()

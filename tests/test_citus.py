@@ -201,7 +201,7 @@ def test_tenant_scoped_calls_are_single_shard_router_plans(cluster_db, embedder)
         vector = embedder.embed_queries(["green tea"])[0]
         with store.db.transaction(tenant="acme") as conn:
             params = {"tenant": "acme", "query": "green tea", "embedding": vector, "k": 5,
-                      "filter": Jsonb({}), "options": Jsonb({})}
+                      "filter": Jsonb({}), "options": Jsonb({}), "keyword_routes": None}
             plans = {
                 "search (store.search)": _explain(conn, sql.query("search_hybrid"), params),
                 "recall (search_planned)": _explain(

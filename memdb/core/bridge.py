@@ -21,14 +21,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import greenlet
 
-__all__ = ["run", "active", "wait", "blocking", "sleep", "bounded", "sync_context", "no_io"]
+__all__ = ["run", "active", "wait", "blocking", "ahead", "sleep", "bounded", "sync_context",
+           "no_io"]
 
 T = TypeVar("T")
 
@@ -80,6 +83,33 @@ def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     if not active():
         return fn(*args, **kwargs)
     return wait(asyncio.to_thread(fn, *args, **kwargs))
+
+
+_ahead_pool: tuple[int, ThreadPoolExecutor] | None = None
+_ahead_lock = threading.Lock()
+
+
+def ahead(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
+    """Start ``fn(*args, **kwargs)`` now, beside the caller's own work; the returned function
+    waits for its result (or raises its exception). Synchronously ``fn`` runs on a shared pool
+    of worker threads; under the async driver in a greenlet of its own on the running loop
+    (its I/O awaited there, blocking work in a worker thread through :func:`blocking`). What
+    nobody waits for still runs to its end, and its error is dropped."""
+    if active():
+        task = asyncio.ensure_future(run(fn, *args, **kwargs))
+        task.add_done_callback(_retrieve)  # an unwaited failure is not "never retrieved"
+        return lambda: wait(task)
+    global _ahead_pool
+    with _ahead_lock:
+        if _ahead_pool is None or _ahead_pool[0] != os.getpid():  # a forked child has no threads
+            _ahead_pool = (os.getpid(), ThreadPoolExecutor(32, thread_name_prefix="memdb-ahead"))
+        pool = _ahead_pool[1]
+    return pool.submit(fn, *args, **kwargs).result
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def sleep(seconds: float) -> None:

@@ -114,7 +114,7 @@ def _raise_if_unmigrated(exc: psycopg.Error) -> None:
 
 @contextlib.contextmanager
 def _pipelined(conn: psycopg.Connection, tenant: str | None,
-               subject: str | None) -> Iterator[None]:
+               subject: str | None, snapshot: bool = False) -> Iterator[None]:
     """One transaction in one round trip (see :meth:`Database.transaction`).
 
     BEGIN and COMMIT are memdb's own statements in autocommit mode (psycopg's transaction()
@@ -129,7 +129,7 @@ def _pipelined(conn: psycopg.Connection, tenant: str | None,
     conn.autocommit = True
     try:
         with conn.pipeline():
-            conn.execute(sql_files.query("begin_transaction"))
+            conn.execute(sql_files.query("begin_snapshot" if snapshot else "begin_transaction"))
             if tenant is not None:
                 settings = _isolate(conn, tenant, subject)
             try:
@@ -329,7 +329,8 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self, *, tenant: str | None = None, subject: str | None = None,
-                    pipelined: bool = False) -> Iterator[psycopg.Connection]:
+                    pipelined: bool = False,
+                    snapshot: bool = False) -> Iterator[psycopg.Connection]:
         """A pooled connection inside one transaction; driver errors become memdb errors.
 
         With ``tenant``, the transaction runs as the application role ``memdb_app`` with
@@ -343,14 +344,19 @@ class Database:
         trip. Read their cursors after the block (a fetch inside it costs a round trip of its
         own); ``raise psycopg.Rollback()`` in the block ends it with ROLLBACK instead. With a
         libpq older than 14 (no pipeline mode) it is an ordinary transaction: the same results.
+
+        ``snapshot``: the transaction is REPEATABLE READ, so all its statements see one
+        snapshot of the data (a search whose keyword routes run ahead of its fusion statement).
         """
         try:
             with self._connection() as conn:
                 if pipelined and psycopg.Pipeline.is_supported():  # libpq 14+
-                    with _pipelined(conn, tenant, subject):
+                    with _pipelined(conn, tenant, subject, snapshot):
                         yield conn
                     return
                 with conn.transaction():
+                    if snapshot:  # before any other statement of the transaction
+                        conn.execute(sql_files.query("set_snapshot"))
                     if tenant is not None:
                         try:
                             _isolate(conn, tenant, subject)

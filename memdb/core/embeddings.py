@@ -31,6 +31,7 @@ from .masking import redact
 from .query_cache import QueryCache, resolve_query_cache
 
 __all__ = ["Embedder", "LocalEmbedder", "OpenAIEmbedder", "embedder_from_env", "check_vector",
+           "cached_query_vector",
            "embed_checked"]
 
 
@@ -81,6 +82,13 @@ def _checked(matrix: object, n: int, dims: int) -> np.ndarray:
     if n and not np.all(np.any(matrix, axis=1)):
         raise EmbeddingError("embedder returned an all-zero vector (cosine is undefined)")
     return matrix
+
+
+def cached_query_vector(embedder: Embedder, text: str) -> np.ndarray | None:
+    """The vector of query ``text`` if ``embedder``'s query cache holds it (no model call, no
+    request); None when it does not, or the embedder has no ``cached_query``."""
+    peek = getattr(embedder, "cached_query", None)
+    return None if peek is None else peek(text)
 
 
 def embed_checked(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
@@ -280,6 +288,13 @@ class LocalEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, True)
 
+    def cached_query(self, text: str) -> np.ndarray | None:
+        """The query cache's vector of ``text``, if it holds one (no model call; None for a
+        text long enough to need cutting first)."""
+        if len(text) * 4 + 16 > self.max_tokens:
+            return None
+        return self.query_cache.peek(("local", self.model, self.dims, text))
+
 
 class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint via the ``openai`` client.
@@ -364,6 +379,11 @@ class OpenAIEmbedder:
         texts = [self.query_prefix + t for t in texts]
         return self.query_cache.embed(("openai", self.base_url, self.model, self.dims), texts,
                                       self._compute, self.dims)
+
+    def cached_query(self, text: str) -> np.ndarray | None:
+        """The query cache's vector of ``text``, if it holds one (no request)."""
+        return self.query_cache.peek(("openai", self.base_url, self.model, self.dims,
+                                      self.query_prefix + text))
 
 
 def _describe(exc: Exception) -> str:

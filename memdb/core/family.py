@@ -40,8 +40,10 @@ class StoreCore(Protocol):
     def transaction(self, *, pipelined: bool = False) -> AbstractContextManager[Any]:
         """A transaction on the primary confined to the store's tenant (and subject)."""
 
-    def read(self, *, pipelined: bool = False) -> AbstractContextManager[Any]:
-        """A read-only transaction confined the same way (on the read replica if any)."""
+    def read(self, *, pipelined: bool = False,
+             snapshot: bool = False) -> AbstractContextManager[Any]:
+        """A read-only transaction confined the same way (on the read replica if any);
+        ``snapshot``: REPEATABLE READ, one snapshot for all its statements."""
 
     def begin(self, conn: Any, reason: str | None) -> None:
         """Set the actor and reason that history rows written in ``conn`` record."""

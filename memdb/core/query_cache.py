@@ -55,6 +55,17 @@ class QueryCache:
             self.hits += 1
             return row
 
+    def peek(self, key: Hashable) -> np.ndarray | None:
+        """A copy of the row under ``key`` (a hit, and most recently used) or None (not
+        counted as a miss: the caller embeds through :meth:`embed`, which counts it)."""
+        with self._lock:
+            row = self._rows.get(key)
+            if row is None:
+                return None
+            self._rows.move_to_end(key)
+            self.hits += 1
+        return np.array(row)
+
     def put(self, key: Hashable, row: np.ndarray) -> None:
         if not self.size:
             return

@@ -151,13 +151,14 @@ class ReadReplica:
     # -- reads -----------------------------------------------------------------------------
     @contextlib.contextmanager
     def read(self, tenant: str, subject: str | None, *,
-             pipelined: bool = False) -> Iterator[Any]:
+             pipelined: bool = False, snapshot: bool = False) -> Iterator[Any]:
         """A read transaction confined to ``tenant`` (and ``subject``), on the server the
-        current consistency picks (``pipelined``: see :meth:`Database.transaction`)."""
+        current consistency picks (``pipelined``, ``snapshot``: see
+        :meth:`Database.transaction`)."""
         on_replica = False
         try:
             with contextlib.ExitStack() as stack:
-                conn, on_replica = self._enter(stack, tenant, subject, pipelined)
+                conn, on_replica = self._enter(stack, tenant, subject, pipelined, snapshot)
                 yield conn
         except ReplicaUnavailable:
             raise
@@ -169,41 +170,43 @@ class ReadReplica:
                 from exc
 
     def _enter(self, stack: contextlib.ExitStack, tenant: str, subject: str | None,
-               pipelined: bool) -> tuple[Any, bool]:
+               pipelined: bool, snapshot: bool) -> tuple[Any, bool]:
         level, timeout = self._level()
         if level == "primary":
             self._count("primary")
             return stack.enter_context(self.primary.transaction(
-                tenant=tenant, subject=subject, pipelined=pipelined)), False
+                tenant=tenant, subject=subject, pipelined=pipelined, snapshot=snapshot)), False
         left = self._down_until - time.monotonic()
         if left > 0:
-            return self._fall_back(stack, tenant, subject, pipelined, ReplicaUnavailable(
+            return self._fall_back(stack, tenant, subject, pipelined, snapshot, ReplicaUnavailable(
                 f"the read replica is unavailable (tried again in {left:.1f} s)")), False
         target = self._target_lsn() if level == "read_your_writes" else 0
         try:
             db = self._database()
             if target > self._replayed and not self._catch_up(db, target, timeout):
-                return self._fall_back(stack, tenant, subject, pipelined, ReplicaLagging(
+                return self._fall_back(stack, tenant, subject, pipelined, snapshot, ReplicaLagging(
                     f"the read replica did not replay this store's last write "
                     f"({lsn_text(target)}) within {timeout:g} s")), False
             conn = stack.enter_context(db.transaction(tenant=tenant, subject=subject,
-                                                      pipelined=pipelined))
+                                                      pipelined=pipelined, snapshot=snapshot))
         except DatabaseUnavailable as exc:
             self._mark_down()
-            return self._fall_back(stack, tenant, subject, pipelined, ReplicaUnavailable(
+            return self._fall_back(stack, tenant, subject, pipelined, snapshot, ReplicaUnavailable(
                 f"the read replica is unavailable: {exc}"), cause=exc), False
         self._count("replica")
         return conn, True
 
     def _fall_back(self, stack: contextlib.ExitStack, tenant: str, subject: str | None,
-                   pipelined: bool, error: ReplicaLagging | ReplicaUnavailable,
+                   pipelined: bool, snapshot: bool,
+                   error: ReplicaLagging | ReplicaUnavailable,
                    cause: BaseException | None = None) -> Any:
         if not self.fallback:
             raise error from cause
         warnings.warn(f"{error}; read from the primary", ReplicaFallback, stacklevel=5)
         self._count("fallback")
         return stack.enter_context(self.primary.transaction(tenant=tenant, subject=subject,
-                                                            pipelined=pipelined))
+                                                            pipelined=pipelined,
+                                                            snapshot=snapshot))
 
     def _target_lsn(self) -> int:
         """The primary's WAL position after this store's last write (asked once per batch of

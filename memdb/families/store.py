@@ -17,7 +17,7 @@ import functools
 import os
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -30,7 +30,13 @@ from ..core import bridge, sql
 from ..core import validate as v
 from ..core.autoschema import owns_server
 from ..core.connection import Database, set_local
-from ..core.embeddings import Embedder, check_vector, embed_checked, embedder_from_env
+from ..core.embeddings import (
+    Embedder,
+    cached_query_vector,
+    check_vector,
+    embed_checked,
+    embedder_from_env,
+)
 from ..core.errors import (
     DatabaseError,
     EmbeddingError,
@@ -49,7 +55,13 @@ from ..core.replica import DEFAULT_TIMEOUT, ReadReplica, check_consistency, chec
 from ..core.uris import memory_id as memory_id_of
 from ..retrieval.decompose import search_decomposed
 from ..retrieval.recall import RecallMixin
-from ..retrieval.search import DEFAULT_OPTIONS, ROUTES, SearchOptions, SearchResults
+from ..retrieval.search import (
+    DEFAULT_OPTIONS,
+    ROUTES,
+    SearchOptions,
+    SearchResults,
+    keyword_routes_ahead,
+)
 from ..write.classify import classify
 from ..write.gate import DEFAULT_POLICY, Decision, WritePolicy
 from ..write.inputs import MemoryInput, as_input, keyword_index_may_overflow
@@ -182,14 +194,16 @@ class _Core:
                                            pipelined=pipelined)
         return transaction if store.replica is None else store.replica.writing(transaction)
 
-    def read(self, *, pipelined: bool = False) -> Any:
+    def read(self, *, pipelined: bool = False, snapshot: bool = False) -> Any:
         """A read-only transaction confined like :meth:`transaction`: on the read replica
-        when there is one (per the consistency in force), else on the primary."""
+        when there is one (per the consistency in force), else on the primary.
+        ``snapshot``: REPEATABLE READ (Database.transaction)."""
         store = self._store
         if store.replica is None:
             return store.db.transaction(tenant=store.tenant, subject=store.subject,
-                                        pipelined=pipelined)
-        return store.replica.read(store.tenant, store.subject, pipelined=pipelined)
+                                        pipelined=pipelined, snapshot=snapshot)
+        return store.replica.read(store.tenant, store.subject, pipelined=pipelined,
+                                  snapshot=snapshot)
 
     def begin(self, conn: Any, reason: str | None) -> None:
         set_local(conn, "set_context",
@@ -810,7 +824,15 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
         elif "routes" in options_json and "vector" not in options_json["routes"]:
             vector = None
         else:
-            vector = embed_checked(self.embedder, [query], query=True)[0]
+            vector = cached_query_vector(self.embedder, query)
+            if vector is None and not opts.decompose and keyword_routes_ahead(options_json):
+                # the keyword routes run while the model embeds the query (docs/performance.md,
+                # "Hiding the embedder"): one search, the same results
+                return self._search(query, None, k, flt, options_json, explain, 0.0,
+                                    ahead=bridge.ahead(embed_checked, self.embedder, [query],
+                                                       query=True))
+            if vector is None:
+                vector = embed_checked(self.embedder, [query], query=True)[0]
         embedded = time.perf_counter()
         split = self.planner.decompose(query) if opts.decompose else None
         if split is not None and split.subqueries:  # the variants fused in one SQL call
@@ -833,11 +855,25 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
 
     def _search(self, query: str | None, vector: np.ndarray | None, k: int,
                 flt: dict[str, Any], options: dict[str, Any], explain: bool,
-                embed_seconds: float) -> SearchResults:
+                embed_seconds: float, *,
+                ahead: Callable[[], np.ndarray] | None = None) -> SearchResults:
+        """One search; with ``ahead`` (the query's embedding, being computed), its keyword
+        routes run first, in the same snapshot, and their rows go to the fusion statement."""
         params = {"tenant": self.tenant, "query": query, "embedding": vector, "k": k,
-                  "filter": Jsonb(flt), "options": Jsonb(options)}
+                  "filter": Jsonb(flt), "options": Jsonb(options), "keyword_routes": None}
         started = time.perf_counter()
-        with self.core.read(pipelined=True) as conn:  # one round trip: settings, query, COMMIT
+        overlap: dict[str, float] | None = None
+        with self.core.read(pipelined=True, snapshot=ahead is not None) as conn:
+            if ahead is not None:  # round trip 1 (BEGIN, settings, keyword routes) beside the model
+                cur = conn.execute(sql.query("search_keyword_routes"), params)
+                params["keyword_routes"] = cur.fetchone()["keyword_routes"]
+                routes_done = time.perf_counter()
+                vector = params["embedding"] = ahead()[0]
+                embed_seconds = time.perf_counter() - started
+                overlap = {"keyword_routes_ms": round((routes_done - started) * 1000, 3),
+                           "waited_for_embedding_ms": round(
+                               max(0.0, embed_seconds - (routes_done - started)) * 1000, 3)}
+            # one round trip: (settings,) the query, COMMIT
             found = conn.execute(sql.query("search_hybrid"), params)
             expanded = (conn.execute(sql.query("prf_terms"), params)
                         if explain and options.get("prf") else None)
@@ -852,9 +888,11 @@ class MemoryStore(ContextBuilder, Agent, AgentLoop, RecallMixin):
             results.explain = {
                 "sql": sql.query("search_hybrid"),
                 "params": {**params, "filter": flt, "options": options,
-                           "embedding": None if vector is None else f"<vector {len(vector)}>"},
+                           "embedding": None if vector is None else f"<vector {len(vector)}>",
+                           "keyword_routes": None if overlap is None else "<run ahead>"},
                 "embed_ms": round(embed_seconds * 1000, 3),
                 "db_ms": round((time.perf_counter() - started) * 1000, 3),
+                "overlap": overlap,
                 "routes": {route: sum(1 for r in rows if r[f"{route}_rank"] is not None)
                            for route in ROUTES},
             }

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -15,7 +16,7 @@ from ..core import validate as v
 from ..core.errors import InvalidInput
 from ..core.ops.search_options import ranged
 
-__all__ = ["SearchOptions", "SearchResults", "ROUTES", "DEFAULT_OPTIONS"]
+__all__ = ["SearchOptions", "SearchResults", "ROUTES", "DEFAULT_OPTIONS", "keyword_routes_ahead"]
 
 ROUTES = ("vector", "bm25", "exact")
 
@@ -234,6 +235,18 @@ def _number(value: Any, name: str) -> float:
 DEFAULT_OPTIONS = SearchOptions(weights={"vector": 0.5, "bm25": 1.0, "exact": 1.0}, rrf_k=5,
                                 k1=1.2, b=0.3, neighbors=1, neighbor_weight=0.4, temporal=1.0,
                                 speaker_neighbors=0.4)
+
+
+def keyword_routes_ahead(options: dict[str, Any]) -> bool:
+    """Whether a search with these (JSON) options runs its keyword routes while its query is
+    being embedded: when it has a keyword route (bm25 or exact) to run, unless
+    ``MEMDB_OVERLAP_EMBEDDING`` is 0 (one statement after the embedding, as a search with a
+    given vector runs). See docs/performance.md, "Hiding the embedder"."""
+    raw = os.environ.get("MEMDB_OVERLAP_EMBEDDING", "1").strip()
+    if raw not in ("0", "1"):
+        raise InvalidInput(f"MEMDB_OVERLAP_EMBEDDING must be 0 or 1, got {raw!r}")
+    routes = options.get("routes", ROUTES)
+    return raw == "1" and ("bm25" in routes or "exact" in routes)
 
 
 class SearchResults(list):

@@ -1,13 +1,17 @@
 -- memdb.search_hybrid(p_tenant text, p_query text, p_embedding vector DEFAULT NULL,
---                     p_k integer DEFAULT 10, p_filter jsonb DEFAULT '{}', p_options jsonb DEFAULT '{}')
+--                     p_k integer DEFAULT 10, p_filter jsonb DEFAULT '{}', p_options jsonb DEFAULT '{}',
+--                     p_keyword_routes jsonb DEFAULT NULL)
 --   -> TABLE(id uuid, rank integer, score double precision, fused double precision,
 --            multiplier double precision, vector_rank integer, vector_score double precision,
 --            bm25_rank integer, bm25_score double precision, exact_rank integer,
 --            exact_score double precision, mmr_score double precision)
 -- One search over every route, fused, explained:
---   1. each route returns its own top `depth` candidates inside p_filter (memdb.check_filter):
---      vector (memdb.search_vector, needs p_embedding), bm25 (memdb.search_bm25), exact
---      (memdb.search_exact);
+--   1. each route returns its own top `depth` candidates inside p_filter (memdb.check_filter;
+--      depth: memdb.search_depth): vector (memdb.search_vector, needs p_embedding), bm25
+--      (memdb.search_bm25), exact (memdb.search_exact) - the keyword routes through
+--      memdb.keyword_route_rows, or taken from p_keyword_routes: what
+--      memdb.search_keyword_routes returned for the same tenant, query, k, filter and options,
+--      run ahead while the query was being embedded (refused, 22023, for other arguments);
 --   2. weighted Reciprocal Rank Fusion: fused = sum over routes of weight / (rrf_k + rank);
 --   3. score = fused * multiplier, multiplier = memdb.score_multiplier(...) (decay, hotness
 --      from memdb.mark_used counts of the filter's subject - or the memory's own -, importance;
@@ -63,7 +67,8 @@
 -- Example: SELECT * FROM memdb.search_hybrid('default', 'React 开发', NULL, 5, '{"subject":"lisi"}', '{"routes":["bm25","exact"]}');
 CREATE OR REPLACE FUNCTION memdb.search_hybrid(p_tenant text, p_query text, p_embedding vector DEFAULT NULL,
                                                p_k integer DEFAULT 10, p_filter jsonb DEFAULT '{}',
-                                               p_options jsonb DEFAULT '{}')
+                                               p_options jsonb DEFAULT '{}',
+                                               p_keyword_routes jsonb DEFAULT NULL)
 RETURNS TABLE (id uuid, rank integer, score double precision, fused double precision,
                multiplier double precision, vector_rank integer, vector_score double precision,
                bm25_rank integer, bm25_score double precision, exact_rank integer,
@@ -109,6 +114,12 @@ BEGIN
     END IF;
     PERFORM memdb.check_filter(f);
     PERFORM memdb.check_search_options(o);
+    IF p_keyword_routes IS NOT NULL
+       AND (jsonb_typeof(p_keyword_routes -> 'rows') IS DISTINCT FROM 'array'
+            OR p_keyword_routes ->> 'for' IS DISTINCT FROM memdb.keyword_routes_key(p_tenant, p_query, p_k, f, o)) THEN
+        RAISE EXCEPTION 'p_keyword_routes were not computed by memdb.search_keyword_routes for this tenant, query, k, filter and options'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF p_query IS NOT NULL AND p_query !~ '[^[:space:]]' THEN
         RETURN;  -- a blank query: nothing to look for
     END IF;
@@ -120,14 +131,14 @@ BEGIN
     use_bm25 := routes ? 'bm25';
     use_exact := routes ? 'exact';
     use_prf := coalesce((o ->> 'prf')::integer, 0) > 0 AND use_bm25;
-    IF use_prf THEN
+    IF use_prf AND p_keyword_routes IS NULL THEN
         SELECT array_agg(t.term), array_agg(t.weight) INTO prf_t, prf_w
         FROM memdb.prf_terms(p_tenant, p_query, f, o) t;
     END IF;
     n_window := coalesce((o ->> 'neighbors')::integer, 0);
     pool := CASE WHEN use_mmr THEN coalesce((o ->> 'mmr_candidates')::integer, greatest(30, 3 * p_k))
                  ELSE p_k END;
-    depth := coalesce((o ->> 'depth')::integer, greatest(50, 2 * pool));
+    depth := memdb.search_depth(p_k, o);
     v_now := coalesce((f ->> 'as_of')::timestamptz, now());
     temporal_w := coalesce((o ->> 'temporal')::double precision, 0);
     IF temporal_w > 0 AND p_query IS NOT NULL THEN
@@ -173,22 +184,15 @@ BEGIN
                                      coalesce((o ->> 'exact_limit')::integer, 10000)) x
             WHERE use_vector
             UNION ALL
-            SELECT 'bm25', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
-            FROM memdb.search_bm25(p_tenant, p_query, depth, f,
-                                   coalesce((o ->> 'k1')::double precision, 1.2),
-                                   coalesce((o ->> 'b')::double precision, 0.75),
-                                   coalesce((o ->> 'candidate_df_ratio')::double precision, 0.3)) x
-            WHERE use_bm25 AND NOT use_prf
+            SELECT x.route, x.id, x.raw, x.rnk
+            FROM memdb.keyword_route_rows(p_tenant, p_query, depth, f, o, use_bm25, use_prf,
+                                          use_exact, prf_t, prf_w) x
+            WHERE p_keyword_routes IS NULL
             UNION ALL
-            SELECT 'bm25', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
-            FROM memdb.search_bm25_weighted(p_tenant, prf_t, prf_w, depth, f,
-                                            coalesce((o ->> 'k1')::double precision, 1.2),
-                                            coalesce((o ->> 'b')::double precision, 0.75)) x
-            WHERE use_prf
-            UNION ALL
-            SELECT 'exact', x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id)
-            FROM memdb.search_exact(p_tenant, p_query, depth, f) x
-            WHERE use_exact
+            SELECT x.route, x.id, x.raw, x.rnk
+            FROM jsonb_to_recordset(p_keyword_routes -> 'rows')
+                 AS x(route text, id uuid, raw double precision, rnk bigint)
+            WHERE p_keyword_routes IS NOT NULL
         ) r
         GROUP BY r.id
     ), b0 AS (

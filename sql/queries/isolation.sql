@@ -29,6 +29,15 @@ SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector') AS vector,
 -- COMMIT (or ROLLBACK) go to the server in one round trip.
 BEGIN;
 
+-- name: begin_snapshot
+-- The same, REPEATABLE READ: every statement of the transaction sees one snapshot (a search whose
+-- keyword routes run ahead of its fusion statement, memdb.search_keyword_routes).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+
+-- name: set_snapshot
+-- The same for a transaction psycopg began (no pipeline mode): before any other statement.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+
 -- name: commit_transaction
 COMMIT;
 
