@@ -19,8 +19,8 @@ from pgvector.psycopg import register_vector
 
 import memdb
 from memdb import EmbeddingError, InvalidInput, MemoryInput, MemoryStore
-from memdb.retrieval.search import SearchOptions
 from memdb.core.errors import Forbidden
+from memdb.retrieval.search import SearchOptions
 
 CORPUS = [
     ("alice", "s1", "Alice: I started learning the cello last spring"),
