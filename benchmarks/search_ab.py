@@ -42,10 +42,11 @@ from search_latency import TENANT, K, Query, _vec, synthetic_docs, synthetic_que
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "search_ab.json"
 FILES = ["031_check_filter.sql", "080_search_vector.sql", "120_search_bm25.sql",
-         "121_search_exact.sql", "122_search_bm25_weighted.sql", "162_search_neighbors.sql",
-         "160_search_hybrid.sql"]
+         "121_search_exact.sql", "122_search_bm25_weighted.sql", "155_search_depth.sql",
+         "156_keyword_route_rows.sql", "162_search_neighbors.sql", "160_search_hybrid.sql"]
 ROUTES = ["check_filter", "check_filter_keys", "search_vector", "search_bm25", "search_exact",
-          "search_bm25_weighted", "search_neighbors", "search_hybrid"]
+          "search_bm25_weighted", "search_depth", "keyword_route_rows", "search_neighbors",
+          "search_hybrid"]
 DEPTH = 50  # search_hybrid's per-route depth for k = 10
 DROP = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
 TIMER = """
@@ -60,14 +61,21 @@ END $$"""
 def functions_sql(schema: str, ref: str | None, files: list[str] = FILES,
                   names: list[str] = ROUTES) -> str:
     """The functions in sql/functions/``files`` of git revision ref (None: this checkout),
-    with every call of memdb.``name`` (for each of ``names``) renamed into schema."""
+    with every call of memdb.``name`` (for each of ``names``) renamed into schema; a file the
+    revision does not have is left out."""
     out = []
     for name in files:
         if ref is None:
-            text = (ROOT / "sql" / "functions" / name).read_text(encoding="utf-8")
+            path = ROOT / "sql" / "functions" / name
+            if not path.exists():
+                continue
+            text = path.read_text(encoding="utf-8")
         else:
-            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:sql/functions/{name}"],
-                                  capture_output=True, text=True, check=True).stdout
+            shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:sql/functions/{name}"],
+                                   capture_output=True, text=True)
+            if shown.returncode != 0:
+                continue
+            text = shown.stdout
         for fn in names:
             text = text.replace(f"memdb.{fn}(", f"{schema}.{fn}(")
         out.append(text)
