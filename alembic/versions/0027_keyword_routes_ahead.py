@@ -34,7 +34,10 @@ _FUNCTIONS = (
     "memdb.search_keyword_routes__unguarded(text, text, integer, jsonb, jsonb)",
     "memdb.keyword_route_rows(text, text, integer, jsonb, jsonb, boolean, boolean, boolean,"
     " text[], double precision[])",
+    "memdb.keyword_route_rows__unguarded(text, text, integer, jsonb, jsonb, boolean, boolean,"
+    " boolean, text[], double precision[])",
     "memdb.keyword_routes_key(text, text, integer, jsonb, jsonb)",
+    "memdb.keyword_routes_key__unguarded(text, text, integer, jsonb, jsonb)",
     "memdb.search_depth(integer, jsonb)",
 )
 

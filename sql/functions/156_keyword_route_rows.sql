@@ -9,8 +9,8 @@
 -- BM25's k1, b and candidate_df_ratio come from p_options (defaults 1.2, 0.75, 0.3).
 -- The one place these routes are called from: search_hybrid inlines it into its fusion
 -- statement, memdb.search_keyword_routes runs it ahead of the query's embedding. One SQL
--- statement, so PostgreSQL inlines it; its routes check p_tenant (memdb.guard_tenant_functions
--- leaves it unwrapped, which would stop the inlining).
+-- statement, so PostgreSQL inlines it (on plain PostgreSQL; on a Citus coordinator it is
+-- behind its NULL-tenant guard, memdb.guard_tenant_functions, as every tenant function).
 CREATE OR REPLACE FUNCTION memdb.keyword_route_rows(p_tenant text, p_query text, p_depth integer,
                                                     p_filter jsonb, p_options jsonb,
                                                     p_bm25 boolean, p_prf boolean, p_exact boolean,

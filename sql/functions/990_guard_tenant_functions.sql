@@ -1,8 +1,7 @@
 -- memdb.guard_tenant_functions(p_guard boolean) -> integer
 -- Puts a NULL check in front of every tenant function: each memdb function with an argument
--- p_tenant, except confine (its NULL tenant means "no tenant"), keyword_route_rows (one SQL
--- statement PostgreSQL inlines into search_hybrid; the routes it calls are guarded) and the
--- maintenance functions whose NULL tenant means every tenant. A NULL tenant is then one error everywhere, on one
+-- p_tenant, except confine (its NULL tenant means "no tenant") and the maintenance functions
+-- whose NULL tenant means every tenant. A NULL tenant is then one error everywhere, on one
 -- server and on a Citus coordinator alike, instead of whatever the body made of it (no rows,
 -- a check violation, a Citus internal error). The function a caller names is the guard, and
 -- the body is another function it calls:
@@ -46,7 +45,7 @@ BEGIN
                AND p.prokind = 'f'
                AND 'p_tenant' = ANY (p.proargnames)
                AND p.proname NOT LIKE '%\_\_unguarded'
-               AND p.proname NOT IN ('confine', 'keyword_route_rows', 'purge_expired', 'purge_expired_batch',
+               AND p.proname NOT IN ('confine', 'purge_expired', 'purge_expired_batch',
                                      'retokenize', 'forget_by_importance', 'forget_by_age',
                                      'forget_by_capacity', 'decay_hypotheses',
                                      'run_maintenance')
