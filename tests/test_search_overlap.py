@@ -230,3 +230,36 @@ def test_from_psql_keyword_routes_then_fusion_in_one_snapshot(store, fresh_db, e
         blank = conn.execute("SELECT memdb.search_keyword_routes('default', '   ')").fetchone()[0]
         assert blank["rows"] == []
     assert store.count() == len(CORPUS)
+
+
+@pytest.mark.local_only("session-level set_config() does not reach Citus workers")
+def test_the_application_role_sees_only_its_tenant_and_subject(store, fresh_db, embedder):
+    """As memdb_app: another tenant's keyword routes find nothing; with memdb.subject set, only
+    that subject's memories; and rows forged to name another subject's memories do not bring
+    them into search_hybrid's results (each candidate's row is read under row-level security)."""
+    _fill(store)
+    vector = embedder.embed_queries(["绿茶 green tea"])[0]
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        register_vector(conn)
+        ids = dict(conn.execute("SELECT id, subject FROM memdb.memories").fetchall())
+        conn.execute("SET ROLE memdb_app")
+
+        def routes(tenant: str, subject: str, query: str = "绿茶 green tea") -> dict:
+            conn.execute("SELECT set_config('memdb.tenant', %s, false),"
+                         " set_config('memdb.subject', %s, false)", (tenant, subject))
+            return conn.execute("SELECT memdb.search_keyword_routes('default', %s, 5)",
+                                (query,)).fetchone()[0]
+
+        assert routes("globex", "")["rows"] == []
+        both = {r["id"] for r in routes("default", "")["rows"]}
+        assert {ids[uuid.UUID(i)] for i in both} == {"alice", "wang"}
+        alice = routes("default", "alice")
+        assert alice["rows"] and {ids[uuid.UUID(r["id"])] for r in alice["rows"]} == {"alice"}
+        wang = [i for i, s in ids.items() if s == "wang"]
+        forged = {**alice, "rows": [{"route": "exact", "id": str(i), "raw": 1.0, "rnk": n + 1}
+                                    for n, i in enumerate(wang)]}
+        found = conn.execute(
+            "SELECT id FROM memdb.search_hybrid('default', '绿茶 green tea', %s, 5, '{}', '{}',"
+            " %s)",
+            (vector, json.dumps(forged))).fetchall()
+        assert found and all(ids[r[0]] == "alice" for r in found)
