@@ -1,8 +1,9 @@
 """The embedded server's shared_buffers: room for its largest database when that fits in a
 third of the machine's memory and 8 GB (else 128 MB), or MEMDB_SHARED_BUFFERS, written to
-memdb-memory.conf when memdb starts the server (not when it joins a running one); `memdb
-server status` shows the running size and one a restart would bring. The server tests run a
-real server of their own in a temporary MEMDB_HOME."""
+memdb-memory.conf when memdb starts the server (not when it joins a running one), with the
+planner's costs of pages in memory (random_page_cost 1.1, effective_cache_size half the
+machine); `memdb server status` shows the running size and one a restart would bring. The
+server tests run a real server of their own in a temporary MEMDB_HOME."""
 
 from __future__ import annotations
 
@@ -50,6 +51,17 @@ def test_database_bytes_is_the_largest_database(tmp_path):
         for i, size in enumerate(sizes):
             (tmp_path / "base" / oid / f"{i}").write_bytes(b"x" * size)
     assert memory.database_bytes(tmp_path) == 100
+
+
+@pytest.mark.parametrize(("machine", "cache"), [
+    (24 * GB, "12GB"),
+    (3 * GB, "1536MB"),
+    (200 * MB, "128MB"),  # at least PostgreSQL's smallest useful cache
+    (0, "4GB"),  # the machine's memory unknown: PostgreSQL's default
+])
+def test_planner_costs_are_those_of_pages_in_memory(machine, cache):
+    assert memory.planner_settings(machine) == {"random_page_cost": "1.1",
+                                                "effective_cache_size": cache}
 
 
 def test_the_environment_sets_another_size():
@@ -107,6 +119,13 @@ def test_the_server_runs_with_the_size_and_a_restart_applies_a_new_one(home, mon
         assert _show(server) == "160MB"
         conf = (home / "pg18" / memory.FILE).read_text()
         assert "shared_buffers = '160MB'" in conf
+        planner = memory.planner_settings()
+        assert f"effective_cache_size = '{planner['effective_cache_size']}'" in conf
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:  # what sessions plan with
+            assert conn.execute("SHOW random_page_cost").fetchone()[0] == "1.1"
+            assert conn.execute("SELECT setting::bigint * 8192 / 1048576 FROM pg_settings "
+                                "WHERE name = 'effective_cache_size'").fetchone()[0] \
+                == memory.size_mb(planner["effective_cache_size"])
         assert "include_if_exists = 'memdb-memory.conf'" in (
             home / "pg18" / "postgresql.conf").read_text().splitlines()
         status = server_status(home)

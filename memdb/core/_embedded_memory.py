@@ -1,4 +1,5 @@
-"""How much memory the embedded server keeps its pages in: ``shared_buffers``.
+"""How much memory the embedded server keeps its pages in (``shared_buffers``), and what its
+planner assumes of reading them (``random_page_cost``, ``effective_cache_size``).
 
 PostgreSQL's own default (128 MB) holds about 20,000 memories with their indexes. Beyond that
 every search copies most of the pages it reads from the operating system's cache into the
@@ -14,6 +15,14 @@ mapped when the server starts but take memory only as pages are read into them.
 ``memdb-memory.conf`` in the data folder whenever it starts the server (not when it joins a
 running one); it takes effect then: ``memdb server stop`` ends a running one. ``ALTER SYSTEM
 SET shared_buffers`` overrides it (``postgresql.auto.conf`` is read after it).
+
+The planner's defaults describe spinning disks and a small cache: a page read at random costs 4
+sequential ones, and 4 GB of cache. The embedded server's pages are in its buffers or the
+operating system's cache (or on the local disk, an SSD on any current machine), so the file
+sets ``random_page_cost`` 1.1 and ``effective_cache_size`` half the machine's memory (or of the
+container's limit). With PostgreSQL's 4 the BM25 route read a whole 10,000-memory tenant
+sequentially instead of the ~1,400 rows its index named (docs/performance.md, "Planner costs
+for pages in memory"); ``ALTER SYSTEM SET`` overrides both, as it does ``shared_buffers``.
 """
 
 from __future__ import annotations
@@ -24,8 +33,8 @@ from pathlib import Path
 
 from .errors import InvalidInput
 
-__all__ = ["ENV", "FILE", "database_bytes", "memory_config", "requested", "shared_buffers",
-           "size_mb"]
+__all__ = ["ENV", "FILE", "database_bytes", "memory_config", "planner_settings", "requested",
+           "shared_buffers", "size_mb"]
 
 ENV = "MEMDB_SHARED_BUFFERS"
 FILE = "memdb-memory.conf"  # in the data folder, included from postgresql.conf
@@ -35,6 +44,7 @@ _CEILING_MB = 8 * 1024
 _HEADROOM_MB = 256
 _SIZE = re.compile(r"^([1-9][0-9]{0,8})(kB|MB|GB|TB)$")
 _UNIT_MB = {"kB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024}
+RANDOM_PAGE_COST = "1.1"  # pages in memory or on an SSD (PostgreSQL's 4: a spinning disk)
 
 
 def size_mb(size: str) -> float | None:
@@ -117,10 +127,21 @@ def shared_buffers(environ: dict[str, str] | None = None, machine_bytes: int | N
     return f"{mb // 1024}GB" if mb % 1024 == 0 else f"{mb}MB"
 
 
+def planner_settings(machine_bytes: int | None = None) -> dict[str, str]:
+    """The planner's costs for the embedded server: ``random_page_cost`` 1.1 and
+    ``effective_cache_size`` half of ``machine_bytes`` (default: this machine's memory, or
+    its cgroup limit; at least 128 MB; 4 GB, PostgreSQL's default, when it cannot be read)."""
+    total = _machine_bytes() if machine_bytes is None else machine_bytes
+    cache_mb = 4096 if not total else max(_FLOOR_MB, total // 2 // _MB)
+    cache = f"{cache_mb // 1024}GB" if cache_mb % 1024 == 0 else f"{cache_mb}MB"
+    return {"random_page_cost": RANDOM_PAGE_COST, "effective_cache_size": cache}
+
+
 def memory_config(pgdata: Path, environ: dict[str, str] | None = None) -> str:
     """The text of ``memdb-memory.conf`` for ``pgdata``."""
     size = shared_buffers(environ, data_bytes=database_bytes(pgdata))
+    planner = "".join(f"{name} = '{value}'\n" for name, value in planner_settings().items())
     return ("# memdb: written when memdb starts the server (MEMDB_SHARED_BUFFERS, else room for\n"
             "# the largest database when that fits in a third of the machine's memory and\n"
-            "# 8GB, else 128MB).\n"
-            f"shared_buffers = '{size}'\n")
+            "# 8GB, else 128MB; the planner's costs of pages in memory or on an SSD).\n"
+            f"shared_buffers = '{size}'\n" + planner)

@@ -40,10 +40,11 @@ from psycopg.conninfo import make_conninfo
 from . import _embedded_auth as _auth
 from . import _embedded_memory as _memory
 from . import sql
+from ._embedded_memory import planner_settings
 from .errors import DatabaseUnavailable
 
 __all__ = ["EmbeddedServer", "default_home", "server_status", "stop_server", "psql_path",
-           "APP_LOGIN", "ADMIN_LOGIN"]
+           "planner_settings", "APP_LOGIN", "ADMIN_LOGIN"]
 
 DATABASE = "memdb"
 APP_LOGIN = "memdb_user"  # the data path's login (member of memdb_app)
