@@ -1,0 +1,120 @@
+"""The embedded server's planner costs against PostgreSQL's defaults, paired on one database.
+
+memdb starts the embedded server with ``random_page_cost`` 1.1 and ``effective_cache_size``
+half the machine's memory (``memdb.core.embedded.planner_settings``: its pages are in
+memory or on an SSD); PostgreSQL's defaults are 4 and 4GB (a spinning disk, a small cache).
+This script times ``store.search`` (precomputed query vectors, the store's default options)
+with both on the same database and the same pages: two stores, each setting its costs on its
+own connections (libpq ``options``), every scenario of ``search_latency.py`` (hybrid, and each
+route alone, one subject and the whole tenant) for every query of its mix, the two stores
+alternating query by query (``_server.paired``). Each search's hits (ids, ranks and scores) are
+compared: the costs change plans, never results.
+
+Measures a database ``search_latency.py --keep`` loaded (``--reuse DB_DSN`` with the same
+``--n``/``--subjects``/``--seed``), or loads ``--n`` memories into a scratch database (embedded
+server in a temporary home, or ``--dsn``; the HNSW index built after the load; dropped at the
+end). Prints and writes one JSON document (default benchmarks/results/planner_costs.json).
+
+    python benchmarks/planner_costs.py --n 10000 --subjects 10
+    python benchmarks/planner_costs.py --reuse DB_DSN --n 100000 --subjects 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from _server import RandomEmbedder, emit, paired, scratch_database, server  # noqa: I001
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from search_latency import (  # noqa: I001
+    SCENARIOS,
+    K,
+    Query,
+    load,
+    synthetic_docs,
+    synthetic_queries,
+    vacuum_analyze,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run from a source checkout without installing
+    sys.path.insert(0, str(ROOT))
+
+from memdb import MemoryStore  # noqa: E402
+from memdb.core.embedded import planner_settings  # noqa: E402
+
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "planner_costs.json"
+POSTGRES_DEFAULTS = {"random_page_cost": "4", "effective_cache_size": "4GB"}
+
+
+def with_settings(dsn: str, settings: dict[str, str]) -> str:
+    """``dsn`` whose sessions start with ``settings`` (libpq ``options``, ``-c name=value``)."""
+    params = conninfo_to_dict(dsn)
+    extra = " ".join(f"-c {name}={value}" for name, value in settings.items())
+    params["options"] = f"{params.get('options', '')} {extra}".strip()
+    return make_conninfo(**params)
+
+
+def hits(results: Any) -> list[tuple[str, int, float]]:
+    return [(str(h.memory.id), h.rank, h.score) for h in results]
+
+
+def measure(db: str, queries: list[Query], after: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with MemoryStore(with_settings(db, POSTGRES_DEFAULTS), pool_size=1,
+                     embedder=RandomEmbedder("bench-random"), gate=None) as before_store, \
+            MemoryStore(with_settings(db, after), pool_size=1,
+                        embedder=RandomEmbedder("bench-random"), gate=None) as after_store:
+        for name, routes, scoped in SCENARIOS:
+            def call(store: MemoryStore, q: Query, routes=routes, scoped=scoped) -> Any:
+                return hits(store.search(q.text, k=K, embedding=q.vector, routes=routes,
+                                         filter={"subject": q.subject} if scoped else None))
+            out[name] = paired({"before": lambda q, c=call: c(before_store, q),
+                                "after": lambda q, c=call: c(after_store, q)}, queries)
+            print(f"[planner_costs] {name}: {out[name]}", file=sys.stderr)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reuse", metavar="DB_DSN", help="a database search_latency.py kept")
+    parser.add_argument("--dsn", help="a server to load a scratch database into")
+    parser.add_argument("--n", type=int, default=10_000, help="memories (default 10000)")
+    parser.add_argument("--subjects", type=int, default=10, help="subjects (default 10)")
+    parser.add_argument("--seed", type=int, default=20261129)
+    parser.add_argument("--queries", type=int, default=200, help="queries (default 200)")
+    parser.add_argument("--json", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    if min(args.n, args.subjects, args.queries) < 1:
+        parser.error("--n, --subjects and --queries must be positive")
+    after = planner_settings()
+    subjects = [f"user_{i:04d}" for i in range(args.subjects)]
+    docs = synthetic_docs(args.n, subjects, args.seed)
+    queries = synthetic_queries(args.queries, docs, subjects, args.seed + 100)
+    result: dict[str, Any] = {
+        "benchmark": "planner_costs", "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "n": args.n, "subjects": args.subjects, "queries": args.queries, "seed": args.seed,
+        "before": POSTGRES_DEFAULTS, "after": after, "cpus": os.cpu_count(),
+        "loadavg_1min_start": os.getloadavg()[0]}
+    if args.reuse:
+        result["measured"] = measure(args.reuse, queries, after)
+    else:
+        with server(args.dsn) as (admin_dsn, _how), \
+                scratch_database(admin_dsn, "memdb_bench_planner") as (db, _name):
+            with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
+                             gate=None) as store:
+                result["load"] = load(store, docs, args.seed, 10_000, 500, hnsw_after=True)
+            vacuum_analyze(db)
+            result["measured"] = measure(db, queries, after)
+    result["loadavg_1min_end"] = os.getloadavg()[0]
+    emit(result, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
