@@ -8,7 +8,9 @@ with both on the same database and the same pages: two stores, each setting its 
 own connections (libpq ``options``), every scenario of ``search_latency.py`` (hybrid, and each
 route alone, one subject and the whole tenant) for every query of its mix, the two stores
 alternating query by query (``_server.paired``). Each search's hits (ids, ranks and scores) are
-compared: the costs change plans, never results.
+compared: the costs change plans, never results. Then ``--adds`` single ``store.add`` calls
+(a precomputed vector, the default gate, unique text) alternate between the two stores the
+same way, into one subject that is deleted at the end (its memories and their history).
 
 Measures a database ``search_latency.py --keep`` loaded (``--reuse DB_DSN`` with the same
 ``--n``/``--subjects``/``--seed``), or loads ``--n`` memories into a scratch database (embedded
@@ -24,11 +26,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import psycopg
 from _server import RandomEmbedder, emit, paired, scratch_database, server  # noqa: I001
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from search_latency import (  # noqa: I001
@@ -50,6 +55,7 @@ from memdb.core.embedded import planner_settings  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "planner_costs.json"
 POSTGRES_DEFAULTS = {"random_page_cost": "4", "effective_cache_size": "4GB"}
+ADD_SUBJECT = "planner_costs_adds"
 
 
 def with_settings(dsn: str, settings: dict[str, str]) -> str:
@@ -64,19 +70,48 @@ def hits(results: Any) -> list[tuple[str, int, float]]:
     return [(str(h.memory.id), h.rank, h.score) for h in results]
 
 
-def measure(db: str, queries: list[Query], after: dict[str, str]) -> dict[str, Any]:
+def adds(before_store: MemoryStore, after_store: MemoryStore, n: int, seed: int
+         ) -> dict[str, Any]:
+    """``n`` paired single adds (unique texts: nothing to compare but the time)."""
+    rng = np.random.default_rng(seed + 7)
+    words = ("coffee meeting friday deadline project team python backend deploy review "
+             "用户 喜欢 咖啡 北京 出差 航班 会议 项目").split()
+    run = uuid.uuid4().hex[:8]
+    count = iter(range(10 * n))
+
+    def add(store: MemoryStore, _item: int) -> None:
+        i = next(count)
+        vector = rng.standard_normal(384).astype(np.float32)
+        store.add(f"{' '.join(rng.choice(words, 8))} ({run}-{i})", subject=ADD_SUBJECT,
+                  source_id=f"{run}-{i}", embedding=vector / np.linalg.norm(vector))
+
+    return paired({"before": lambda i: add(before_store, i),
+                   "after": lambda i: add(after_store, i)}, list(range(n)))
+
+
+def measure(db: str, queries: list[Query], after: dict[str, str], n_adds: int, seed: int,
+            searches: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with MemoryStore(with_settings(db, POSTGRES_DEFAULTS), pool_size=1,
                      embedder=RandomEmbedder("bench-random"), gate=None) as before_store, \
             MemoryStore(with_settings(db, after), pool_size=1,
                         embedder=RandomEmbedder("bench-random"), gate=None) as after_store:
-        for name, routes, scoped in SCENARIOS:
+        for name, routes, scoped in SCENARIOS if searches else ():
             def call(store: MemoryStore, q: Query, routes=routes, scoped=scoped) -> Any:
                 return hits(store.search(q.text, k=K, embedding=q.vector, routes=routes,
                                          filter={"subject": q.subject} if scoped else None))
             out[name] = paired({"before": lambda q, c=call: c(before_store, q),
                                 "after": lambda q, c=call: c(after_store, q)}, queries)
             print(f"[planner_costs] {name}: {out[name]}", file=sys.stderr)
+        if n_adds:
+            try:
+                out["single_add"] = adds(before_store, after_store, n_adds, seed)
+            finally:
+                with psycopg.connect(db, autocommit=True) as conn, conn.transaction():
+                    for table in ("memories", "memory_history"):
+                        conn.execute(f"DELETE FROM memdb.{table} WHERE subject = %s",
+                                     (ADD_SUBJECT,))
+            print(f"[planner_costs] single_add: {out['single_add']}", file=sys.stderr)
     return out
 
 
@@ -88,21 +123,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--subjects", type=int, default=10, help="subjects (default 10)")
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--queries", type=int, default=200, help="queries (default 200)")
+    parser.add_argument("--adds", type=int, default=100,
+                        help="paired single adds (default 100; 0: none)")
+    parser.add_argument("--no-searches", action="store_true", help="time the adds only")
     parser.add_argument("--json", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    if min(args.n, args.subjects, args.queries) < 1:
-        parser.error("--n, --subjects and --queries must be positive")
+    if min(args.n, args.subjects, args.queries) < 1 or args.adds < 0:
+        parser.error("--n, --subjects and --queries must be positive, --adds not negative")
     after = planner_settings()
     subjects = [f"user_{i:04d}" for i in range(args.subjects)]
     docs = synthetic_docs(args.n, subjects, args.seed)
     queries = synthetic_queries(args.queries, docs, subjects, args.seed + 100)
     result: dict[str, Any] = {
         "benchmark": "planner_costs", "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "n": args.n, "subjects": args.subjects, "queries": args.queries, "seed": args.seed,
+        "n": args.n, "subjects": args.subjects, "queries": args.queries, "adds": args.adds,
+        "seed": args.seed,
         "before": POSTGRES_DEFAULTS, "after": after, "cpus": os.cpu_count(),
         "loadavg_1min_start": os.getloadavg()[0]}
     if args.reuse:
-        result["measured"] = measure(args.reuse, queries, after)
+        result["measured"] = measure(args.reuse, queries, after, args.adds, args.seed,
+                                     not args.no_searches)
     else:
         with server(args.dsn) as (admin_dsn, _how), \
                 scratch_database(admin_dsn, "memdb_bench_planner") as (db, _name):
@@ -110,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              gate=None) as store:
                 result["load"] = load(store, docs, args.seed, 10_000, 500, hnsw_after=True)
             vacuum_analyze(db)
-            result["measured"] = measure(db, queries, after)
+            result["measured"] = measure(db, queries, after, args.adds, args.seed,
+                                         not args.no_searches)
     result["loadavg_1min_end"] = os.getloadavg()[0]
     emit(result, args.json)
     return 0
