@@ -122,6 +122,42 @@ def paired(calls: dict[str, Callable[[object], object]], items: list) -> dict:
             "differences": differences}
 
 
+class NewMemories:
+    """Memories for timed single adds, none a duplicate of another: eight words of English and
+    Chinese and a suffix unique to the run, a random unit vector, ``subject``, a source id.
+    ``args()`` gives one add's ``(text, keyword arguments)``; :func:`delete_subject` removes
+    them afterwards."""
+
+    WORDS = ("coffee meeting friday deadline project team python backend deploy review "
+             "用户 喜欢 咖啡 北京 出差 航班 会议 项目").split()
+
+    def __init__(self, seed: int, subject: str) -> None:
+        import uuid
+
+        self.rng = np.random.default_rng(seed + 7)
+        self.subject = subject
+        self.run = uuid.uuid4().hex[:8]
+        self.count = 0
+
+    def args(self) -> tuple[str, dict]:
+        self.count += 1
+        vector = self.rng.standard_normal(384).astype(np.float32)
+        tag = f"{self.run}-{self.count}"
+        return (f"{' '.join(self.rng.choice(self.WORDS, 8))} ({tag})",
+                {"subject": self.subject, "source_id": tag,
+                 "embedding": vector / np.linalg.norm(vector)})
+
+
+def delete_subject(dsn: str, tenant: str, subject: str) -> None:
+    """Remove a subject's memories and their history (a superuser's connection)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+        for table in ("memories", "memory_history"):
+            conn.execute(f"DELETE FROM memdb.{table} WHERE tenant = %s AND subject = %s",
+                         (tenant, subject))
+
+
 def set_hnsw_min_rows(dsn: str, rows: int | None) -> None:
     """memdb.hnsw_min_rows for the new sessions of ``dsn``'s database (None: memdb's own).
     With it above a load, memdb builds no HNSW index during the load (docs/configuration.md,

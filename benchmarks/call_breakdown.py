@@ -62,11 +62,11 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, scratch_database, server, set_hnsw_min_rows  # noqa: I001
+from _server import NewMemories, RandomEmbedder, delete_subject, emit, set_hnsw_min_rows  # noqa: I001
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
-from search_latency import Query, load, synthetic_docs, synthetic_queries, vacuum_analyze  # noqa: I001
+from search_latency import Query, corpus, corpus_arguments, measured_database  # noqa: I001
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a source checkout without installing
@@ -194,17 +194,12 @@ def _scratch_inserts(direct: psycopg.Connection, rows: int, base: int) -> dict[s
 def add_breakdown(db: str, direct: psycopg.Connection, args: argparse.Namespace
                   ) -> dict[str, Any]:
     dbname = sql.Identifier(direct.info.dbname)
-    rng = np.random.default_rng(args.seed + 7)
-    words = ("coffee meeting friday deadline project team python backend deploy review "
-             "用户 喜欢 咖啡 北京 出差 航班 会议 项目").split()
-    run = uuid.uuid4().hex[:8]
+    new = NewMemories(args.seed, ADD_SUBJECT)
 
-    def add(store: MemoryStore, i: int) -> float:
-        vector = rng.standard_normal(384).astype(np.float32)
-        text = f"{' '.join(rng.choice(words, 8))} ({run}-{i})"
+    def add(store: MemoryStore, _i: int) -> float:
+        text, kwargs = new.args()
         started = time.perf_counter()
-        store.add(text, subject=ADD_SUBJECT, source_id=f"{run}-{i}",
-                  embedding=vector / np.linalg.norm(vector))
+        store.add(text, **kwargs)
         return (time.perf_counter() - started) * 1000
 
     direct.execute(sql.SQL("ALTER DATABASE {} SET track_functions = 'all'").format(dbname))
@@ -225,11 +220,7 @@ def add_breakdown(db: str, direct: psycopg.Connection, args: argparse.Namespace
                          "ORDER BY total_time DESC LIMIT 15").fetchall()}
     finally:
         direct.execute(sql.SQL("ALTER DATABASE {} RESET track_functions").format(dbname))
-        with direct.transaction():
-            direct.execute("DELETE FROM memdb.memories WHERE tenant = %s AND subject = %s",
-                           (TENANT, ADD_SUBJECT))
-            direct.execute("DELETE FROM memdb.memory_history WHERE tenant = %s AND subject = %s",
-                           (TENANT, ADD_SUBJECT))
+        delete_subject(db, TENANT, ADD_SUBJECT)
     return {"store_add_ms": _stats(ms), "functions_per_add": functions,
             "single_row_insert_ms_by_indexes": _scratch_inserts(
                 direct, min(args.adds, 300), args.scratch_rows)}
@@ -249,10 +240,7 @@ def add_usage(direct: psycopg.Connection, per_memory: int) -> int:
                               (TENANT,)).fetchone()[0])
 
 
-def measure(db: str, args: argparse.Namespace) -> dict[str, Any]:
-    subjects = [f"user_{i:04d}" for i in range(args.subjects)]
-    docs = synthetic_docs(args.n, subjects, args.seed)
-    queries = synthetic_queries(args.queries, docs, subjects, args.seed + 100)
+def measure(db: str, queries: list[Query], args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     direct = psycopg.connect(db, autocommit=True)
     register_vector(direct)
@@ -279,12 +267,7 @@ def measure(db: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reuse", metavar="DB_DSN", help="a database search_latency.py kept")
-    parser.add_argument("--dsn", help="a server to load a scratch database into")
-    parser.add_argument("--n", type=int, default=1000, help="memories (default 1000)")
-    parser.add_argument("--subjects", type=int, default=10, help="subjects (default 10)")
-    parser.add_argument("--seed", type=int, default=20261129)
-    parser.add_argument("--queries", type=int, default=200, help="queries (default 200)")
+    corpus_arguments(parser, n=1000, subjects=10)
     parser.add_argument("--adds", type=int, default=200, help="timed adds (default 200)")
     parser.add_argument("--scratch-rows", type=int, default=10_000,
                         help="rows in the scratch table before the timed inserts (10000)")
@@ -302,22 +285,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seed": args.seed, "hnsw_min_rows": args.hnsw_min_rows,
         "usage_per_memory": args.usage_per_memory, "cpus": os.cpu_count(),
         "loadavg_1min_start": os.getloadavg()[0]}
-    if args.reuse:
+    if args.reuse and args.hnsw_min_rows is not None:
+        raise SystemExit("--hnsw-min-rows applies to a scratch database, not --reuse")
+    docs, queries = corpus(args)
+
+    def hnsw_min_rows(db: str) -> None:  # before the space exists: 0 builds it now
         if args.hnsw_min_rows is not None:
-            raise SystemExit("--hnsw-min-rows applies to a scratch database, not --reuse")
-        result["measured"] = measure(args.reuse, args)
-    else:
-        with server(args.dsn) as (admin_dsn, _how), \
-                scratch_database(admin_dsn, "memdb_bench_breakdown") as (db, _name):
-            if args.hnsw_min_rows is not None:  # before the space exists: 0 builds it now
-                set_hnsw_min_rows(db, args.hnsw_min_rows)
-            subjects = [f"user_{i:04d}" for i in range(args.subjects)]
-            with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
-                             gate=None) as store:
-                result["load"] = load(store, synthetic_docs(args.n, subjects, args.seed),
-                                      args.seed, 10_000, 500)
-            vacuum_analyze(db)
-            result["measured"] = measure(db, args)
+            set_hnsw_min_rows(db, args.hnsw_min_rows)
+
+    with measured_database(args, "memdb_bench_breakdown", docs,
+                           before_load=hnsw_min_rows) as (db, loaded):
+        if loaded is not None:
+            result["load"] = loaded
+        result["measured"] = measure(db, queries, args)
     result["loadavg_1min_end"] = os.getloadavg()[0]
     emit(result, args.json)
     return 0

@@ -26,24 +26,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import psycopg
-from _server import RandomEmbedder, emit, paired, scratch_database, server  # noqa: I001
+from _server import NewMemories, RandomEmbedder, delete_subject, emit, paired  # noqa: I001
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from search_latency import (  # noqa: I001
     SCENARIOS,
+    TENANT,
     K,
     Query,
-    load,
-    synthetic_docs,
-    synthetic_queries,
-    vacuum_analyze,
+    corpus,
+    corpus_arguments,
+    measured_database,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,21 +69,15 @@ def hits(results: Any) -> list[tuple[str, int, float]]:
 
 def adds(before_store: MemoryStore, after_store: MemoryStore, n: int, seed: int
          ) -> dict[str, Any]:
-    """``n`` paired single adds (unique texts: nothing to compare but the time)."""
-    rng = np.random.default_rng(seed + 7)
-    words = ("coffee meeting friday deadline project team python backend deploy review "
-             "用户 喜欢 咖啡 北京 出差 航班 会议 项目").split()
-    run = uuid.uuid4().hex[:8]
-    count = iter(range(10 * n))
+    """``n`` paired single adds (new texts: nothing to compare but the time)."""
+    new = NewMemories(seed, ADD_SUBJECT)
 
-    def add(store: MemoryStore, _item: int) -> None:
-        i = next(count)
-        vector = rng.standard_normal(384).astype(np.float32)
-        store.add(f"{' '.join(rng.choice(words, 8))} ({run}-{i})", subject=ADD_SUBJECT,
-                  source_id=f"{run}-{i}", embedding=vector / np.linalg.norm(vector))
+    def add(store: MemoryStore) -> None:
+        text, kwargs = new.args()
+        store.add(text, **kwargs)
 
-    return paired({"before": lambda i: add(before_store, i),
-                   "after": lambda i: add(after_store, i)}, list(range(n)))
+    return paired({"before": lambda _i: add(before_store), "after": lambda _i: add(after_store)},
+                  list(range(n)))
 
 
 def measure(db: str, queries: list[Query], after: dict[str, str], n_adds: int, seed: int,
@@ -107,22 +98,14 @@ def measure(db: str, queries: list[Query], after: dict[str, str], n_adds: int, s
             try:
                 out["single_add"] = adds(before_store, after_store, n_adds, seed)
             finally:
-                with psycopg.connect(db, autocommit=True) as conn, conn.transaction():
-                    for table in ("memories", "memory_history"):
-                        conn.execute(f"DELETE FROM memdb.{table} WHERE subject = %s",
-                                     (ADD_SUBJECT,))
+                delete_subject(db, TENANT, ADD_SUBJECT)
             print(f"[planner_costs] single_add: {out['single_add']}", file=sys.stderr)
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reuse", metavar="DB_DSN", help="a database search_latency.py kept")
-    parser.add_argument("--dsn", help="a server to load a scratch database into")
-    parser.add_argument("--n", type=int, default=10_000, help="memories (default 10000)")
-    parser.add_argument("--subjects", type=int, default=10, help="subjects (default 10)")
-    parser.add_argument("--seed", type=int, default=20261129)
-    parser.add_argument("--queries", type=int, default=200, help="queries (default 200)")
+    corpus_arguments(parser, n=10_000, subjects=10)
     parser.add_argument("--adds", type=int, default=100,
                         help="paired single adds (default 100; 0: none)")
     parser.add_argument("--no-searches", action="store_true", help="time the adds only")
@@ -131,27 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if min(args.n, args.subjects, args.queries) < 1 or args.adds < 0:
         parser.error("--n, --subjects and --queries must be positive, --adds not negative")
     after = planner_settings()
-    subjects = [f"user_{i:04d}" for i in range(args.subjects)]
-    docs = synthetic_docs(args.n, subjects, args.seed)
-    queries = synthetic_queries(args.queries, docs, subjects, args.seed + 100)
+    docs, queries = corpus(args)
     result: dict[str, Any] = {
         "benchmark": "planner_costs", "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "n": args.n, "subjects": args.subjects, "queries": args.queries, "adds": args.adds,
         "seed": args.seed,
         "before": POSTGRES_DEFAULTS, "after": after, "cpus": os.cpu_count(),
         "loadavg_1min_start": os.getloadavg()[0]}
-    if args.reuse:
-        result["measured"] = measure(args.reuse, queries, after, args.adds, args.seed,
+    with measured_database(args, "memdb_bench_planner", docs, hnsw_after=True) as (db, loaded):
+        if loaded is not None:
+            result["load"] = loaded
+        result["measured"] = measure(db, queries, after, args.adds, args.seed,
                                      not args.no_searches)
-    else:
-        with server(args.dsn) as (admin_dsn, _how), \
-                scratch_database(admin_dsn, "memdb_bench_planner") as (db, _name):
-            with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
-                             gate=None) as store:
-                result["load"] = load(store, docs, args.seed, 10_000, 500, hnsw_after=True)
-            vacuum_analyze(db)
-            result["measured"] = measure(db, queries, after, args.adds, args.seed,
-                                         not args.no_searches)
     result["loadavg_1min_end"] = os.getloadavg()[0]
     emit(result, args.json)
     return 0

@@ -40,7 +40,8 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +49,14 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _server import RandomEmbedder, emit, server, set_hnsw_min_rows, with_db  # noqa: I001
+from _server import (  # noqa: I001
+    RandomEmbedder,
+    emit,
+    scratch_database,
+    server,
+    set_hnsw_min_rows,
+    with_db,
+)
 from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -428,6 +436,48 @@ SCENARIOS: list[tuple[str, list[str] | None, bool]] = [
     ("exact_scoped", ["exact"], True),
     ("exact_tenant", ["exact"], False),
 ]
+
+
+def corpus_arguments(parser: argparse.ArgumentParser, n: int, subjects: int) -> None:
+    """The options of a benchmark that measures this corpus: ``--reuse`` (a database
+    ``--keep`` left), ``--dsn`` (a server to load a scratch one into), ``--n``, ``--subjects``,
+    ``--seed`` and ``--queries`` (of :func:`synthetic_queries`)."""
+    parser.add_argument("--reuse", metavar="DB_DSN", help="a database search_latency.py kept")
+    parser.add_argument("--dsn", help="a server to load a scratch database into")
+    parser.add_argument("--n", type=int, default=n, help=f"memories (default {n})")
+    parser.add_argument("--subjects", type=int, default=subjects,
+                        help=f"subjects (default {subjects})")
+    parser.add_argument("--seed", type=int, default=20261129)
+    parser.add_argument("--queries", type=int, default=200, help="queries (default 200)")
+
+
+def corpus(args: argparse.Namespace) -> tuple[list[Doc], list[Query]]:
+    """The memories and queries of ``args`` (:func:`corpus_arguments`)."""
+    subjects = [f"user_{i:04d}" for i in range(args.subjects)]
+    docs = synthetic_docs(args.n, subjects, args.seed)
+    return docs, synthetic_queries(args.queries, docs, subjects, args.seed + 100)
+
+
+@contextmanager
+def measured_database(args: argparse.Namespace, prefix: str, docs: list[Doc], *,
+                      hnsw_after: bool = False,
+                      before_load: Callable[[str], None] | None = None
+                      ) -> Iterator[tuple[str, dict | None]]:
+    """(DSN, load figures) of the database a benchmark measures: ``--reuse``'s (no load), else
+    a scratch database ``prefix_...`` on ``--dsn``'s server (or an embedded one) with ``docs``
+    loaded (``before_load(dsn)`` first) and VACUUM ANALYZEd, dropped at the end."""
+    if args.reuse:
+        yield args.reuse, None
+        return
+    with server(args.dsn) as (admin_dsn, _how), \
+            scratch_database(admin_dsn, prefix) as (db, _name):
+        if before_load is not None:
+            before_load(db)
+        with MemoryStore(db, embedder=RandomEmbedder("bench-random"), pool_size=2,
+                         gate=None) as store:
+            figures = load(store, docs, args.seed, 10_000, 500, hnsw_after=hnsw_after)
+        vacuum_analyze(db)
+        yield db, figures
 
 
 def _stats(ms: list[float]) -> dict:
